@@ -1,0 +1,1 @@
+"""Analyze stage: check a view's query and decide how it can be maintained."""

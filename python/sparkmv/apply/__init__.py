@@ -1,0 +1,1 @@
+"""Apply stage: write a view's new contents and make them visible atomically."""

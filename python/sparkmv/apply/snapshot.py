@@ -1,0 +1,94 @@
+"""Snapshots: immutable directories of a view's data, switched atomically.
+
+A refresh writes the new contents into a fresh snapshot directory, then commits by pointing
+the catalog view at it (``ViewCatalog.commit``, one metastore call). A reader resolves the
+view either before the commit (old snapshot) or after (new one); it never sees a partial
+write, and a failure before the commit leaves only an unreferenced directory behind, which
+the next refresh removes. The previous snapshot is kept one refresh longer so that queries
+that resolved the view just before a commit can still read it.
+
+Storage columns are positional (``c0``, ``c1``, ...): the view text renames them to the
+view's column names, so any column name Spark allows works and hidden maintenance columns
+can sit beside them without ever showing in ``SELECT *``.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from sparkmv.config import STORAGE_DIR_NAME
+from sparkmv.parse.statements import TableName, quote_identifier
+
+SNAPSHOT_PREFIX = "snapshot-"
+
+
+def storage_root(spark: SparkSession, name: TableName) -> str:
+    """The directory that holds all snapshots of view ``name`` (resolved)."""
+    warehouse = qualified(spark, spark.conf.get("spark.sql.warehouse.dir") or "")
+    return f"{warehouse.rstrip('/')}/{STORAGE_DIR_NAME}/{name.database}/{name.name}"
+
+
+def new_snapshot_path(root: str) -> str:
+    return f"{root}/{SNAPSHOT_PREFIX}{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
+
+
+def storage_columns(count: int) -> list[str]:
+    return [f"c{i}" for i in range(count)]
+
+
+def write_snapshot(data: DataFrame, path: str) -> None:
+    """Write ``data`` (the view's visible columns, in order) as a new snapshot."""
+    data.toDF(*storage_columns(len(data.columns))).write.mode("errorifexists").parquet(path)
+
+
+def view_text(columns: Sequence[str], snapshot: str) -> str:
+    """The catalog view's SQL: the snapshot's positional columns renamed to ``columns``."""
+    select = ", ".join(
+        f"{quote_identifier(stored)} AS {quote_identifier(column)}"
+        for stored, column in zip(storage_columns(len(columns)), columns)
+    )
+    return f"SELECT {select} FROM parquet.{quote_identifier(snapshot)}"
+
+
+def list_snapshots(spark: SparkSession, root: str) -> list[str]:
+    """Qualified paths of the snapshot directories under ``root``."""
+    fs, root_path = _filesystem(spark, root)
+    if not fs.exists(root_path):
+        return []
+    return [
+        str(status.getPath().toString())
+        for status in fs.listStatus(root_path)
+        if status.getPath().getName().startswith(SNAPSHOT_PREFIX)
+    ]
+
+
+def remove_snapshots(spark: SparkSession, root: str, keep: Iterable[str]) -> None:
+    """Delete the snapshot directories under ``root`` that are not in ``keep``."""
+    kept = {qualified(spark, path) for path in keep}
+    for path in list_snapshots(spark, root):
+        if path not in kept:
+            remove_path(spark, path)
+
+
+def remove_path(spark: SparkSession, path: str) -> None:
+    """Delete ``path`` (a snapshot or a view's whole storage root) recursively, if present."""
+    fs, hadoop_path = _filesystem(spark, path)
+    fs.delete(hadoop_path, True)
+
+
+def _filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
+    jvm: Any = spark._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
+    fs = hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[union-attr]
+    return fs, hadoop_path
+
+
+def qualified(spark: SparkSession, path: str) -> str:
+    """``path`` with its file-system scheme, as Hadoop lists it."""
+    fs, hadoop_path = _filesystem(spark, path)
+    return str(fs.makeQualified(hadoop_path).toString())

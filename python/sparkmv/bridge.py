@@ -1,0 +1,96 @@
+"""The py4j bridge: the Python object the shim calls (``io.sparkmv.bridge.MvHandler``).
+
+Errors never cross as Python tracebacks: a ``SparkMvError`` becomes a JVM
+``SparkMvException`` (error class + SQLSTATE), a failing nested Spark call hands back its
+original Java exception (so it keeps its own error class), and anything unexpected becomes
+MATERIALIZED_VIEW_INTERNAL_ERROR with the traceback in the log.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from py4j.protocol import Py4JJavaError
+from pyspark.errors.exceptions.captured import CapturedException
+from pyspark.sql import SparkSession
+
+from sparkmv import commands
+from sparkmv.commands.context import CommandContext
+from sparkmv.config import EXCEPTION_CLASS
+from sparkmv.errors import ErrorClass, SparkMvError
+
+log = logging.getLogger(__name__)
+
+
+class Handler:
+    """Implements the Scala trait ``io.sparkmv.bridge.MvHandler`` for one SparkSession."""
+
+    class Java:
+        implements = ["io.sparkmv.bridge.MvHandler"]
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self.context = CommandContext.of(spark)
+
+    def resultSchema(self, kind: str, sql_text: str) -> Any:  # noqa: N802 (Java name)
+        return commands.RESULT_SCHEMAS.get(kind, "")
+
+    def execute(self, kind: str, sql_text: str) -> Any:
+        try:
+            with quiet_pyspark_error_logs():
+                rows = commands.execute(self.context, sql_text)
+        except BaseException as error:  # noqa: BLE001 - every error must reach the JVM typed
+            return self.to_java_error(error, sql_text)
+        return json.dumps([list(row) for row in rows])
+
+    def to_java_error(self, error: BaseException, sql_text: str) -> Any:
+        if isinstance(error, CapturedException) and error._origin is not None:
+            return error._origin
+        if isinstance(error, Py4JJavaError):
+            return error.java_exception
+        if not isinstance(error, SparkMvError):
+            log.exception("sparkmv failed on: %s", sql_text)
+            error = SparkMvError(
+                ErrorClass.MATERIALIZED_VIEW_INTERNAL_ERROR,
+                statement=_first_line(sql_text),
+                detail=f"{type(error).__name__}: {error}",
+            )
+        return java_exception(self.spark, error)
+
+
+PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+@contextmanager
+def quiet_pyspark_error_logs() -> Iterator[None]:
+    """Silence PySpark's logging of errors raised by nested Spark calls.
+
+    A nested error is handed back to the JVM and reaches the user through their own call,
+    where PySpark reports it once; logging it here too would print it twice.
+    """
+    loggers = [logging.getLogger(name) for name in PYSPARK_ERROR_LOGGERS]
+    previous = [logger.disabled for logger in loggers]
+    for logger in loggers:
+        logger.disabled = True
+    try:
+        yield
+    finally:
+        for logger, was_disabled in zip(loggers, previous):
+            logger.disabled = was_disabled
+
+
+def java_exception(spark: SparkSession, error: SparkMvError) -> Any:
+    """A JVM ``SparkMvException`` carrying ``error``'s class, SQLSTATE and message."""
+    constructor: Any = spark._jvm
+    for part in EXCEPTION_CLASS.split("."):
+        constructor = getattr(constructor, part)
+    return constructor(error.error_class.name, error.sql_state, error.message)
+
+
+def _first_line(sql_text: str) -> str:
+    line = " ".join(sql_text.split())
+    return line if len(line) <= 80 else line[:77] + "..."

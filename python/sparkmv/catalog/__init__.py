@@ -1,0 +1,1 @@
+"""Catalog stage: view metadata and counters as ``sparkmv.`` table properties of the view."""

@@ -1,0 +1,110 @@
+"""``MvMetadata``: everything sparkmv knows about one materialized view, and its encoding."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from sparkmv.catalog import properties as keys
+from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.parse.statements import RefreshPolicy, RefreshTrigger, TableName
+
+
+@dataclass(frozen=True)
+class RefreshStats:
+    """Counters kept across refreshes (DESIGN §4)."""
+
+    refreshes: int = 0
+    full_refreshes: int = 0
+    incremental_refreshes: int = 0
+    rows_inserted: int = 0
+    rows_deleted: int = 0
+    last_mode: str = ""
+    last_reason: str = ""
+    last_refreshed_ms: int = 0
+    last_duration_ms: int = 0
+
+
+@dataclass(frozen=True)
+class MvMetadata:
+    name: TableName
+    query: str
+    query_database: str  # the database unqualified names in the query resolve in
+    policy: RefreshPolicy
+    trigger: RefreshTrigger
+    base_tables: tuple[str, ...]
+    columns: tuple[str, ...]
+    snapshot: str
+    row_count: int
+    created_ms: int
+    stats: RefreshStats = field(default_factory=RefreshStats)
+    format_version: int = keys.FORMAT_VERSION
+
+    def with_changes(self, **changes: object) -> MvMetadata:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def to_properties(self) -> dict[str, str]:
+        s = self.stats
+        return keys.encode(
+            {
+                keys.FORMAT: str(self.format_version),
+                keys.QUERY: self.query,
+                keys.QUERY_DATABASE: self.query_database,
+                keys.POLICY: self.policy.value,
+                keys.TRIGGER: self.trigger.value,
+                keys.BASE_TABLES: json.dumps(list(self.base_tables)),
+                keys.COLUMNS: json.dumps(list(self.columns)),
+                keys.SNAPSHOT: self.snapshot,
+                keys.ROW_COUNT: str(self.row_count),
+                keys.CREATED_AT: str(self.created_ms),
+                keys.REFRESH_COUNT: str(s.refreshes),
+                keys.FULL_REFRESH_COUNT: str(s.full_refreshes),
+                keys.INCREMENTAL_REFRESH_COUNT: str(s.incremental_refreshes),
+                keys.ROWS_INSERTED: str(s.rows_inserted),
+                keys.ROWS_DELETED: str(s.rows_deleted),
+                keys.LAST_MODE: s.last_mode,
+                keys.LAST_REASON: s.last_reason,
+                keys.LAST_REFRESHED_AT: str(s.last_refreshed_ms),
+                keys.LAST_DURATION: str(s.last_duration_ms),
+            }
+        )
+
+    @classmethod
+    def from_properties(cls, name: TableName, properties: Mapping[str, str]) -> MvMetadata:
+        values = keys.decode(properties)
+        version = int(values[keys.FORMAT])
+        if version > keys.FORMAT_VERSION:
+            raise SparkMvError(
+                ErrorClass.MATERIALIZED_VIEW_UNSUPPORTED_FEATURE,
+                feature=f"Materialized view metadata format {version} (of {name})",
+                hint=f"This sparkmv reads format {keys.FORMAT_VERSION}; upgrade sparkmv.",
+            )
+
+        def number(key: str) -> int:
+            return int(values.get(key) or 0)
+
+        return cls(
+            name=name,
+            query=values[keys.QUERY],
+            query_database=values[keys.QUERY_DATABASE],
+            policy=RefreshPolicy(values[keys.POLICY]),
+            trigger=RefreshTrigger(values[keys.TRIGGER]),
+            base_tables=tuple(json.loads(values[keys.BASE_TABLES])),
+            columns=tuple(json.loads(values[keys.COLUMNS])),
+            snapshot=values[keys.SNAPSHOT],
+            row_count=number(keys.ROW_COUNT),
+            created_ms=number(keys.CREATED_AT),
+            stats=RefreshStats(
+                refreshes=number(keys.REFRESH_COUNT),
+                full_refreshes=number(keys.FULL_REFRESH_COUNT),
+                incremental_refreshes=number(keys.INCREMENTAL_REFRESH_COUNT),
+                rows_inserted=number(keys.ROWS_INSERTED),
+                rows_deleted=number(keys.ROWS_DELETED),
+                last_mode=values.get(keys.LAST_MODE, ""),
+                last_reason=values.get(keys.LAST_REASON, ""),
+                last_refreshed_ms=number(keys.LAST_REFRESHED_AT),
+                last_duration_ms=number(keys.LAST_DURATION),
+            ),
+            format_version=version,
+        )

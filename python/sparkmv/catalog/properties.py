@@ -1,0 +1,70 @@
+"""Every ``sparkmv.`` table-property key, defined once, and the metadata format version.
+
+Values longer than ``CHUNK_SIZE`` are split into ``key.part.N`` properties (plus
+``key.numParts``) because the metastore caps a property value at 4000 characters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+PREFIX = "sparkmv."
+FORMAT_VERSION = 1
+CHUNK_SIZE = 3000
+
+FORMAT = "sparkmv.format_version"  # presence marks a catalog view as a materialized view
+QUERY = "sparkmv.query"
+QUERY_DATABASE = "sparkmv.query.database"
+POLICY = "sparkmv.refresh.policy"
+TRIGGER = "sparkmv.refresh.trigger"
+BASE_TABLES = "sparkmv.base_tables"  # JSON list of qualified names
+COLUMNS = "sparkmv.columns"  # JSON list of the visible column names
+SNAPSHOT = "sparkmv.storage.snapshot"  # path of the data the view currently reads
+ROW_COUNT = "sparkmv.storage.row_count"
+CREATED_AT = "sparkmv.created_at_ms"
+REFRESH_COUNT = "sparkmv.stats.refreshes"
+FULL_REFRESH_COUNT = "sparkmv.stats.full_refreshes"
+INCREMENTAL_REFRESH_COUNT = "sparkmv.stats.incremental_refreshes"
+ROWS_INSERTED = "sparkmv.stats.rows_inserted"
+ROWS_DELETED = "sparkmv.stats.rows_deleted"
+LAST_MODE = "sparkmv.last_refresh.mode"
+LAST_REASON = "sparkmv.last_refresh.reason"
+LAST_REFRESHED_AT = "sparkmv.last_refresh.at_ms"
+LAST_DURATION = "sparkmv.last_refresh.duration_ms"
+
+
+def encode(values: Mapping[str, str]) -> dict[str, str]:
+    """Properties for ``values``, long values split into parts."""
+    encoded: dict[str, str] = {}
+    for key, value in values.items():
+        if len(value) <= CHUNK_SIZE:
+            encoded[key] = value
+            continue
+        parts = [value[i : i + CHUNK_SIZE] for i in range(0, len(value), CHUNK_SIZE)]
+        encoded[f"{key}.numParts"] = str(len(parts))
+        for index, part in enumerate(parts):
+            encoded[f"{key}.part.{index}"] = part
+    return encoded
+
+
+def decode(properties: Mapping[str, str]) -> dict[str, str]:
+    """The ``sparkmv.`` values of ``properties``, split values joined again."""
+    decoded: dict[str, str] = {}
+    for key, value in properties.items():
+        if not key.startswith(PREFIX) or ".part." in key:
+            continue
+        if key.endswith(".numParts"):
+            base = key[: -len(".numParts")]
+            decoded[base] = "".join(properties[f"{base}.part.{i}"] for i in range(int(value)))
+        else:
+            decoded[key] = value
+    return decoded
+
+
+def user_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """The properties a user set (not sparkmv's, not Spark's own view bookkeeping)."""
+    return {
+        key: value
+        for key, value in properties.items()
+        if not key.startswith(PREFIX) and not key.startswith(("view.", "spark.sql.", "transient_"))
+    }

@@ -1,0 +1,56 @@
+"""One handler per statement kind, and the registry the bridge dispatches through.
+
+Each command module defines ``RESULT_SCHEMA`` (a DDL string, "" for none) and
+``run(context, statement) -> rows``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sparkmv.commands import alter, create, describe, drop, explain, refresh, show
+from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.parse import parse_statement
+from sparkmv.parse.statements import (
+    AlterQueryStatement,
+    AlterRefreshStatement,
+    CreateStatement,
+    DescribeStatement,
+    DropStatement,
+    ExplainStatement,
+    RefreshStatement,
+    ShowStatement,
+    Statement,
+)
+
+RESULT_SCHEMAS: dict[str, str] = {
+    "CREATE": create.RESULT_SCHEMA,
+    "REFRESH": refresh.RESULT_SCHEMA,
+    "DROP": drop.RESULT_SCHEMA,
+    "ALTER": alter.RESULT_SCHEMA,
+    "DESCRIBE": describe.RESULT_SCHEMA,
+    "SHOW": show.RESULT_SCHEMA,
+    "EXPLAIN": explain.RESULT_SCHEMA,
+}
+"""Result schema per statement kind, as the shim names the kinds."""
+
+_RUNNERS: dict[type, Callable[[CommandContext, Any], Rows]] = {
+    CreateStatement: create.run,
+    RefreshStatement: refresh.run,
+    DropStatement: drop.run,
+    AlterRefreshStatement: alter.run_set_refresh,
+    AlterQueryStatement: alter.run_as_query,
+    DescribeStatement: describe.run,
+    ShowStatement: show.run,
+    ExplainStatement: explain.run,
+}
+
+
+def run_statement(context: CommandContext, statement: Statement) -> Rows:
+    return _RUNNERS[type(statement)](context, statement)
+
+
+def execute(context: CommandContext, sql_text: str) -> Rows:
+    """Parse and run one materialized-view statement; its result rows."""
+    return run_statement(context, parse_statement(sql_text))

@@ -1,0 +1,59 @@
+"""ALTER MATERIALIZED VIEW name { SET REFRESH ... | AS query }"""
+
+from __future__ import annotations
+
+from sparkmv.analyze.maintainability import analyze_maintainability
+from sparkmv.analyze.query import current_database, parse_query, query_dataframe
+from sparkmv.apply import snapshot
+from sparkmv.catalog import properties as keys
+from sparkmv.commands import create
+from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.parse.statements import (
+    AlterQueryStatement,
+    AlterRefreshStatement,
+    ColumnSpec,
+    CreateStatement,
+    RefreshClause,
+)
+from sparkmv.plan.refresh_plan import check_policy
+
+RESULT_SCHEMA = ""
+
+
+def run_set_refresh(context: CommandContext, statement: AlterRefreshStatement) -> Rows:
+    """Change the policy and/or trigger; metadata only, the data stays as it is."""
+    view = context.catalog.get(context.catalog.resolve(statement.name))
+    create.check_trigger(statement.refresh.trigger)
+    policy = statement.refresh.policy or view.policy
+    check_policy(
+        view.name, policy, analyze_maintainability(parse_query(view.query, view.query_database))
+    )
+    updated = view.with_changes(policy=policy, trigger=statement.refresh.trigger or view.trigger)
+    context.catalog.commit(updated, snapshot.view_text(updated.columns, updated.snapshot))
+    return []
+
+
+def run_as_query(context: CommandContext, statement: AlterQueryStatement) -> Rows:
+    """Replace the definition: like CREATE OR REPLACE, keeping comment, properties, policy.
+
+    Column names come from the new query; column comments are kept for names that remain.
+    """
+    name = context.catalog.resolve(statement.name)
+    view = context.catalog.get(name)
+    table = context.spark.catalog.getTable(name.quoted)
+    comments = {
+        column.name.lower(): column.description
+        for column in context.spark.catalog.listColumns(name.quoted)
+    }
+    new_columns = query_dataframe(context.spark, statement.query, view.query_database).columns
+    replacement = CreateStatement(
+        name=name,
+        query=statement.query,
+        or_replace=True,
+        columns=tuple(ColumnSpec(column, comments.get(column.lower())) for column in new_columns),
+        comment=table.description,
+        properties=keys.user_properties(context.catalog.properties(name) or {}),
+        refresh=RefreshClause(view.policy, view.trigger),
+    )
+    with current_database(context.spark, view.query_database):
+        return create.run(context, replacement)

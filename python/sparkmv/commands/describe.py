@@ -1,0 +1,69 @@
+"""DESCRIBE MATERIALIZED VIEW [EXTENDED] name, in Spark's DESCRIBE TABLE layout."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sparkmv.catalog import properties as keys
+from sparkmv.catalog.metadata import MvMetadata
+from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.parse.statements import DescribeStatement
+
+RESULT_SCHEMA = "col_name STRING, data_type STRING, comment STRING"
+SECTION = "# Materialized View Information"
+
+
+def run(context: CommandContext, statement: DescribeStatement) -> Rows:
+    view = context.catalog.get(context.catalog.resolve(statement.name))
+    schema = context.spark.table(view.name.quoted).schema
+    rows: Rows = [
+        (field.name, field.dataType.simpleString(), field.metadata.get("comment"))
+        for field in schema.fields
+    ]
+    if statement.extended:
+        properties = context.catalog.properties(view.name) or {}
+        rows.append(("", "", ""))
+        rows.append((SECTION, "", ""))
+        rows.extend((key, value, "") for key, value in information(view, properties))
+    return rows
+
+
+def information(view: MvMetadata, properties: dict[str, str]) -> list[tuple[str, str]]:
+    """The key/value rows of the EXTENDED section."""
+    stats = view.stats
+    user = keys.user_properties(properties)
+    rows = [
+        ("Name", str(view.name)),
+        ("Query", view.query),
+        ("Query Database", view.query_database),
+        ("Refresh Policy", view.policy.value),
+        ("Refresh Trigger", view.trigger.value),
+        ("Base Tables", ", ".join(view.base_tables)),
+        ("Refresh Count", str(stats.refreshes)),
+        ("Full Refreshes", str(stats.full_refreshes)),
+        ("Incremental Refreshes", str(stats.incremental_refreshes)),
+        ("Rows Inserted", str(stats.rows_inserted)),
+        ("Rows Deleted", str(stats.rows_deleted)),
+        ("Last Refresh Mode", stats.last_mode),
+        ("Last Refresh Reason", stats.last_reason),
+        ("Last Refreshed", format_ms(stats.last_refreshed_ms)),
+        ("Last Refresh Duration", f"{stats.last_duration_ms} ms"),
+        ("Row Count", str(view.row_count)),
+        ("Created", format_ms(view.created_ms)),
+        ("Storage", view.snapshot),
+        ("Format Version", str(view.format_version)),
+    ]
+    if "comment" in properties:
+        rows.append(("Comment", properties["comment"]))
+    if user:
+        listed = ", ".join(f"{k}={v}" for k, v in sorted(user.items()) if k != "comment")
+        if listed:
+            rows.append(("Table Properties", f"[{listed}]"))
+    return rows
+
+
+def format_ms(epoch_ms: int) -> str:
+    if not epoch_ms:
+        return ""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")

@@ -1,0 +1,26 @@
+"""Configuration keys and fixed names; each defined once."""
+
+from __future__ import annotations
+
+EXTENSION_CLASS = "io.sparkmv.SparkMvExtensions"
+"""Value for ``spark.sql.extensions``."""
+
+HANDLER_REGISTRY_CLASS = "io.sparkmv.bridge.MvHandlerRegistry"
+EXCEPTION_CLASS = "io.sparkmv.bridge.SparkMvException"
+CATALOG_BRIDGE_CLASS = "io.sparkmv.catalog.CatalogBridge"
+
+DEFAULT_WAREHOUSE_DIR = "spark-warehouse"
+"""Relative to the working directory, like Spark's own default."""
+
+METASTORE_DIR_NAME = "metastore_db"
+STORAGE_DIR_NAME = "_sparkmv"
+"""Directory under the warehouse that holds materialized view snapshots."""
+
+DEFAULT_SESSION_CONF: dict[str, str] = {
+    "spark.master": "local[2]",
+    "spark.app.name": "sparkmv",
+    "spark.sql.shuffle.partitions": "4",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+"""Defaults for ``sparkmv.session()``; any key can be overridden by the caller."""

@@ -1,0 +1,115 @@
+"""Every error sparkmv raises: one error class per failure, each defined once here.
+
+An error class has a SQLSTATE and a message template. ``SparkMvError`` carries one to the
+bridge, which turns it into a Spark-style ``AnalysisException`` on the JVM side (class
+``io.sparkmv.bridge.SparkMvException``), so users see ``[CLASS] message SQLSTATE: xxxxx``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+@dataclass(frozen=True)
+class ErrorSpec:
+    sql_state: str
+    template: str
+
+
+class ErrorClass(Enum):
+    """Error classes; the value holds the SQLSTATE and the message template."""
+
+    MATERIALIZED_VIEW_ALREADY_EXISTS = ErrorSpec(
+        "42P07",
+        "Cannot create materialized view {name}: a table or view with that name already exists. "
+        "Use CREATE OR REPLACE MATERIALIZED VIEW, IF NOT EXISTS, or another name.",
+    )
+    MATERIALIZED_VIEW_NOT_FOUND = ErrorSpec(
+        "42P01",
+        "The materialized view {name} cannot be found. Check the spelling and the database "
+        "(SHOW MATERIALIZED VIEWS lists them), or use IF EXISTS.",
+    )
+    NOT_A_MATERIALIZED_VIEW = ErrorSpec(
+        "42809",
+        "{name} is a {kind}, not a materialized view; {hint}",
+    )
+    MATERIALIZED_VIEW_PARSE_ERROR = ErrorSpec(
+        "42601",
+        "Syntax error in materialized view statement at position {position} ({near}): {detail}. "
+        "Expected: {expected}",
+    )
+    MATERIALIZED_VIEW_UNKNOWN_OPTION = ErrorSpec(
+        "42601",
+        "Unknown materialized view option {option}. Valid options: {valid}.{hint}",
+    )
+    MATERIALIZED_VIEW_DUPLICATE_CLAUSE = ErrorSpec(
+        "42601",
+        "The {clause} clause appears more than once in this statement; give it once.",
+    )
+    MATERIALIZED_VIEW_MULTIPLE_STATEMENTS = ErrorSpec(
+        "42601",
+        "The query of a materialized view must be a single SELECT statement, but {count} "
+        "statements were given. Run the other statements separately.",
+    )
+    MATERIALIZED_VIEW_QUERY_NOT_SELECT = ErrorSpec(
+        "42601",
+        "The query of a materialized view must be a SELECT (or WITH ... SELECT, or VALUES) "
+        "query, not {found}.",
+    )
+    MATERIALIZED_VIEW_INVALID_IDENTIFIER = ErrorSpec(
+        "42602",
+        "{identifier} is not a valid {what}: {detail}. {hint}",
+    )
+    MATERIALIZED_VIEW_DUPLICATE_COLUMN = ErrorSpec(
+        "42711",
+        "The materialized view would have two columns named {column}. Give the query's "
+        "columns distinct aliases or list distinct names after the view name.",
+    )
+    MATERIALIZED_VIEW_COLUMN_COUNT_MISMATCH = ErrorSpec(
+        "21S01",
+        "The column list names {listed} columns but the query returns {returned}.",
+    )
+    MATERIALIZED_VIEW_RESERVED_PROPERTY = ErrorSpec(
+        "42000",
+        "Table property {key} is reserved for sparkmv's own metadata; choose a key that does "
+        "not start with '{prefix}'.",
+    )
+    MATERIALIZED_VIEW_NOT_INCREMENTAL = ErrorSpec(
+        "0A000",
+        "Materialized view {name} cannot be maintained incrementally: {reason}. "
+        "Use REFRESH FULL, or REFRESH AUTO to let sparkmv fall back to a full refresh.",
+    )
+    MATERIALIZED_VIEW_UNSUPPORTED_FEATURE = ErrorSpec(
+        "0A000",
+        "{feature} is not supported yet. {hint}",
+    )
+    MATERIALIZED_VIEW_INTERNAL_ERROR = ErrorSpec(
+        "XX000",
+        "sparkmv failed unexpectedly while running {statement}: {detail}. "
+        "Nothing was changed if the failure happened before the commit; please report this.",
+    )
+
+    @property
+    def sql_state(self) -> str:
+        return self.value.sql_state
+
+
+class SparkMvError(Exception):
+    """A user-facing error of a given class; ``params`` fill the message template."""
+
+    def __init__(self, error_class: ErrorClass, **params: object) -> None:
+        self.error_class = error_class
+        self.params = {key: str(value) for key, value in params.items()}
+        super().__init__(error_class.value.template.format(**self.params))
+
+    @property
+    def message(self) -> str:
+        return str(self.args[0])
+
+    @property
+    def sql_state(self) -> str:
+        return self.error_class.sql_state
+
+    def __str__(self) -> str:
+        return f"[{self.error_class.name}] {self.message} SQLSTATE: {self.sql_state}"

@@ -1,0 +1,123 @@
+"""The shim jar: found next to the package, rebuilt offline when its Scala sources change.
+
+There is no Maven Central and no sbt here, but pyspark's wheel ships the Scala compiler
+(``scala-compiler``, ``scala-library``, ``scala-reflect``) and every Spark jar in
+``pyspark/jars/``; that is all a compile of the shim needs (DESIGN §3, "Build").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+JAR_NAME = "sparkmv-shim.jar"
+_PACKAGE_DIR = Path(__file__).resolve().parent
+_JAR_DIR = _PACKAGE_DIR / "jars"
+_SOURCES_DIR = _PACKAGE_DIR.parents[1] / "scala-shim" / "src" / "main" / "scala"
+
+
+class JarBuildError(RuntimeError):
+    """The shim could not be compiled; the message carries the compiler's output."""
+
+
+def jar_path() -> str:
+    """Absolute path of the extension jar, building it first if missing or stale."""
+    jar = _JAR_DIR / JAR_NAME
+    if not _SOURCES_DIR.is_dir():
+        if jar.is_file():
+            return str(jar)
+        raise JarBuildError(f"{jar} is missing and the shim sources are not available")
+    digest = _sources_digest()
+    stamp = jar.with_suffix(".sha256")
+    if jar.is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
+        return str(jar)
+    _build(jar)
+    stamp.write_text(digest + "\n")
+    return str(jar)
+
+
+def _scala_sources() -> list[Path]:
+    return sorted(_SOURCES_DIR.rglob("*.scala"))
+
+
+def _sources_digest() -> str:
+    sha = hashlib.sha256()
+    for source in _scala_sources():
+        sha.update(str(source.relative_to(_SOURCES_DIR)).encode())
+        sha.update(source.read_bytes())
+    return sha.hexdigest()
+
+
+def pyspark_jars_dir() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).resolve().parent / "jars"
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").is_file():
+        return str(Path(java_home) / "bin" / "java")
+    found = shutil.which("java")
+    if found is None:
+        raise JarBuildError("no `java` found; install a Java 17 runtime or set JAVA_HOME")
+    return found
+
+
+def _compiler_classpath(jars: Path) -> str:
+    needed = ("scala-compiler", "scala-library", "scala-reflect")
+    parts = []
+    for name in needed:
+        matches = sorted(jars.glob(f"{name}-2.13*.jar"))
+        if not matches:
+            raise JarBuildError(f"{name} is not in {jars}; is pyspark 4.x installed?")
+        parts.append(str(matches[-1]))
+    return os.pathsep.join(parts)
+
+
+def _build(jar: Path) -> None:
+    jars = pyspark_jars_dir()
+    with tempfile.TemporaryDirectory(prefix="sparkmv-shim-") as tmp:
+        classes = Path(tmp) / "classes"
+        classes.mkdir()
+        command = [
+            _java(),
+            "-cp",
+            _compiler_classpath(jars),
+            "scala.tools.nsc.Main",
+            "-nowarn",
+            "-classpath",
+            str(jars / "*"),
+            "-d",
+            str(classes),
+            *map(str, _scala_sources()),
+        ]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise JarBuildError("scalac failed:\n" + result.stdout + result.stderr)
+        _JAR_DIR.mkdir(parents=True, exist_ok=True)
+        partial = _JAR_DIR / f".{JAR_NAME}.{os.getpid()}.partial"
+        _write_jar(classes, partial)
+        # Replace atomically so a concurrent reader never loads a half-written jar.
+        os.replace(partial, jar)
+
+
+def _write_jar(classes: Path, target: Path) -> None:
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: sparkmv\n")
+        for path in sorted(classes.rglob("*.class")):
+            archive.write(path, str(path.relative_to(classes)))
+
+
+if __name__ == "__main__":
+    try:
+        print(jar_path())
+    except JarBuildError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,365 @@
+"""A small recursive-descent parser for the materialized-view statements (DESIGN §2).
+
+Grammar (keywords case-insensitive, comments anywhere)::
+
+    CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name
+        [ ( col [COMMENT 'c'] [, ...] ) ]
+        { COMMENT 'c' | TBLPROPERTIES ( 'k' = 'v' [, ...] ) | REFRESH refresh_spec } ...
+        AS query
+    REFRESH MATERIALIZED VIEW name [ FULL | INCREMENTAL ]
+    DROP MATERIALIZED VIEW [ IF EXISTS ] name
+    SHOW MATERIALIZED VIEWS [ { FROM | IN } db ] [ LIKE 'pattern' ]
+    { DESCRIBE | DESC } MATERIALIZED VIEW [ EXTENDED ] name
+    ALTER MATERIALIZED VIEW name { SET REFRESH refresh_spec | AS query }
+    EXPLAIN [ EXTENDED | FORMATTED | CODEGEN | COST | LOGICAL ] statement
+    refresh_spec := [ AUTO | INCREMENTAL | FULL ] [ ON DEMAND | ON COMMIT ]
+    name := [ [spark_catalog .] db . ] identifier
+
+The query after ``AS`` is kept verbatim; ``analyze.query`` checks it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.parse.lexer import Token, TokenKind, tokenize
+from sparkmv.parse.statements import (
+    AlterQueryStatement,
+    AlterRefreshStatement,
+    ColumnSpec,
+    CreateStatement,
+    DescribeStatement,
+    DropStatement,
+    ExplainStatement,
+    RefreshClause,
+    RefreshMode,
+    RefreshPolicy,
+    RefreshStatement,
+    RefreshTrigger,
+    ShowStatement,
+    Statement,
+    TableName,
+)
+
+SESSION_CATALOG = "spark_catalog"
+EXPLAIN_MODES = ("EXTENDED", "FORMATTED", "CODEGEN", "COST", "LOGICAL")
+
+# SQL:2016 reserved words that Spark (ANSI mode) refuses as bare identifiers.
+RESERVED_WORDS = frozenset(
+    """ALL AND ANY AS AUTHORIZATION BOTH CASE CAST CHECK COLLATE COLUMN CONSTRAINT CREATE CROSS
+    CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP CURRENT_USER DISTINCT ELSE END EXCEPT FALSE FETCH
+    FOR FOREIGN FROM FULL GRANT GROUP HAVING IN INNER INTERSECT INTO IS JOIN LATERAL LEADING LEFT
+    NATURAL NOT NULL OFFSET ON ONLY OR ORDER OUTER OVERLAPS PRIMARY REFERENCES RIGHT SELECT
+    SESSION_USER SOME TABLE THEN TIME TO TRAILING UNION UNIQUE UNKNOWN USER USING WHEN WHERE
+    WITH""".split()
+)
+
+_CATALOG_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+
+
+def parse_statement(text: str) -> Statement:
+    """Parse one materialized-view statement; raises ``SparkMvError`` on malformed input."""
+    parser = _Parser(text)
+    statement = parser.statement()
+    parser.expect_end()
+    return statement
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.tokens = tokenize(text)
+        self.pos = 0
+
+    # -- token helpers -------------------------------------------------------------------
+
+    @property
+    def token(self) -> Token:
+        return self.tokens[self.pos]
+
+    def peek_word(self, *words: str) -> bool:
+        return self.token.upper in words
+
+    def accept(self, *words: str) -> bool:
+        """Consume the keyword sequence ``words`` if it is next."""
+        upcoming = self.tokens[self.pos : self.pos + len(words)]
+        if len(upcoming) == len(words) and all(t.upper == w for t, w in zip(upcoming, words)):
+            self.pos += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        for word in words:
+            if not self.accept(word):
+                raise self.error(f"unexpected {self.token.describe()}", word)
+
+    def accept_symbol(self, symbol: str) -> bool:
+        if self.token.kind is TokenKind.SYMBOL and self.token.text == symbol:
+            self.pos += 1
+            return True
+        return False
+
+    def expect_symbol(self, symbol: str) -> None:
+        if not self.accept_symbol(symbol):
+            raise self.error(f"unexpected {self.token.describe()}", f"'{symbol}'")
+
+    def expect_end(self) -> None:
+        self.accept_symbol(";")
+        if self.token.kind is not TokenKind.END:
+            raise self.error(f"unexpected {self.token.describe()}", "end of statement")
+
+    def error(self, detail: str, expected: str) -> SparkMvError:
+        token = self.token
+        near = self.text[token.start : token.start + 20].strip() or "end of input"
+        return SparkMvError(
+            ErrorClass.MATERIALIZED_VIEW_PARSE_ERROR,
+            position=token.start,
+            near=repr(near),
+            detail=detail,
+            expected=expected,
+        )
+
+    # -- statements ----------------------------------------------------------------------
+
+    def statement(self) -> Statement:
+        if self.accept("EXPLAIN"):
+            mode = "SIMPLE"
+            for candidate in EXPLAIN_MODES:
+                if self.accept(candidate):
+                    mode = candidate
+                    break
+            return ExplainStatement(self.statement(), mode)
+        if self.accept("CREATE"):
+            return self.create()
+        if self.accept("REFRESH", "MATERIALIZED", "VIEW"):
+            return self.refresh()
+        if self.accept("DROP", "MATERIALIZED", "VIEW"):
+            if_exists = self.accept("IF", "EXISTS")
+            return DropStatement(self.table_name(), if_exists)
+        if self.accept("SHOW", "MATERIALIZED", "VIEWS"):
+            return self.show()
+        if self.accept("DESCRIBE", "MATERIALIZED", "VIEW") or self.accept(
+            "DESC", "MATERIALIZED", "VIEW"
+        ):
+            extended = self.accept("EXTENDED")
+            return DescribeStatement(self.table_name(), extended)
+        if self.accept("ALTER", "MATERIALIZED", "VIEW"):
+            return self.alter()
+        raise self.error(
+            f"unexpected {self.token.describe()}",
+            "CREATE, REFRESH, DROP, ALTER, DESCRIBE or SHOW MATERIALIZED VIEW(S)",
+        )
+
+    def create(self) -> CreateStatement:
+        or_replace = self.accept("OR", "REPLACE")
+        self.expect("MATERIALIZED", "VIEW")
+        if_not_exists = self.accept("IF", "NOT", "EXISTS")
+        if or_replace and if_not_exists:
+            raise self.error("OR REPLACE and IF NOT EXISTS cannot be combined", "one of them")
+        name = self.table_name()
+        columns = self.column_list() if self.token.text == "(" else ()
+        comment: str | None = None
+        properties: dict[str, str] | None = None
+        refresh: RefreshClause | None = None
+        first_clause = True
+        while not self.peek_word("AS"):
+            if self.accept("COMMENT"):
+                self.once(comment, "COMMENT")
+                comment = self.string()
+            elif self.accept("TBLPROPERTIES"):
+                self.once(properties, "TBLPROPERTIES")
+                properties = self.property_list()
+            elif self.accept("REFRESH"):
+                self.once(refresh, "REFRESH")
+                refresh = self.refresh_clause()
+            else:
+                raise self.option_error(right_after_name=first_clause and not columns)
+            first_clause = False
+        self.expect("AS")
+        return CreateStatement(
+            name=name,
+            query=self.query_text(),
+            or_replace=or_replace,
+            if_not_exists=if_not_exists,
+            columns=columns,
+            comment=comment,
+            properties=properties or {},
+            refresh=refresh or RefreshClause(),
+        )
+
+    def refresh(self) -> RefreshStatement:
+        name = self.table_name()
+        mode = None
+        if self.accept("FULL"):
+            mode = RefreshMode.FULL
+        elif self.accept("INCREMENTAL"):
+            mode = RefreshMode.INCREMENTAL
+        elif self.token.kind is not TokenKind.END and self.token.text != ";":
+            raise self.error(f"unexpected {self.token.describe()}", "FULL, INCREMENTAL or end")
+        return RefreshStatement(name, mode)
+
+    def show(self) -> ShowStatement:
+        database = None
+        if self.accept("FROM") or self.accept("IN"):
+            database = self.identifier("database name")
+        pattern = None
+        if self.accept("LIKE"):
+            pattern = self.string()
+        return ShowStatement(database, pattern)
+
+    def alter(self) -> Statement:
+        name = self.table_name()
+        if self.accept("SET", "REFRESH"):
+            clause = self.refresh_clause()
+            if clause.policy is None and clause.trigger is None:
+                raise self.error("SET REFRESH needs a policy or a trigger", "AUTO, INCREMENTAL, "
+                                 "FULL, ON DEMAND or ON COMMIT")
+            return AlterRefreshStatement(name, clause)
+        if self.accept("AS"):
+            return AlterQueryStatement(name, self.query_text())
+        raise self.error(f"unexpected {self.token.describe()}", "SET REFRESH or AS")
+
+    # -- clauses -------------------------------------------------------------------------
+
+    def once(self, seen: object, clause: str) -> None:
+        if seen is not None:
+            raise SparkMvError(ErrorClass.MATERIALIZED_VIEW_DUPLICATE_CLAUSE, clause=clause)
+
+    def option_error(self, right_after_name: bool) -> SparkMvError:
+        if self.token.kind is TokenKind.WORD:
+            hint = (
+                f" If {self.token.text} is part of the name, the name cannot contain spaces; "
+                "use underscores."
+                if right_after_name
+                else ""
+            )
+            return SparkMvError(
+                ErrorClass.MATERIALIZED_VIEW_UNKNOWN_OPTION,
+                option=self.token.text.upper(),
+                valid="COMMENT, TBLPROPERTIES, REFRESH, then AS query",
+                hint=hint,
+            )
+        return self.error(f"unexpected {self.token.describe()}", "COMMENT, TBLPROPERTIES, "
+                          "REFRESH or AS")
+
+    def refresh_clause(self) -> RefreshClause:
+        policy = None
+        for candidate in RefreshPolicy:
+            if self.accept(candidate.value):
+                policy = candidate
+                break
+        trigger = None
+        if self.accept("ON"):
+            if self.accept("DEMAND"):
+                trigger = RefreshTrigger.ON_DEMAND
+            elif self.accept("COMMIT"):
+                trigger = RefreshTrigger.ON_COMMIT
+            else:
+                raise self.error(f"unexpected {self.token.describe()}", "DEMAND or COMMIT")
+        elif self.token.kind is TokenKind.WORD and not self.peek_word(
+            "AS", "COMMENT", "TBLPROPERTIES"
+        ):
+            raise SparkMvError(
+                ErrorClass.MATERIALIZED_VIEW_UNKNOWN_OPTION,
+                option=f"REFRESH {self.token.text.upper()}",
+                valid="REFRESH [AUTO | INCREMENTAL | FULL] [ON DEMAND | ON COMMIT]",
+                hint="",
+            )
+        return RefreshClause(policy, trigger)
+
+    def column_list(self) -> tuple[ColumnSpec, ...]:
+        self.expect_symbol("(")
+        columns = [self.column()]
+        while self.accept_symbol(","):
+            columns.append(self.column())
+        self.expect_symbol(")")
+        return tuple(columns)
+
+    def column(self) -> ColumnSpec:
+        name = self.identifier("column name")
+        comment = self.string() if self.accept("COMMENT") else None
+        return ColumnSpec(name, comment)
+
+    def property_list(self) -> dict[str, str]:
+        self.expect_symbol("(")
+        properties: dict[str, str] = {}
+        while True:
+            key = self.property_key()
+            self.accept_symbol("=")
+            properties[key] = self.property_value()
+            if not self.accept_symbol(","):
+                break
+        self.expect_symbol(")")
+        return properties
+
+    def property_key(self) -> str:
+        if self.token.kind is TokenKind.STRING:
+            return self.string()
+        parts = [self.identifier("property key")]
+        while self.accept_symbol("."):
+            parts.append(self.identifier("property key"))
+        return ".".join(parts)
+
+    def property_value(self) -> str:
+        token = self.token
+        if token.kind in (TokenKind.STRING, TokenKind.NUMBER) or token.upper in ("TRUE", "FALSE"):
+            self.pos += 1
+            return token.text
+        raise self.error(f"unexpected {token.describe()}", "a string, number or boolean value")
+
+    def string(self) -> str:
+        token = self.token
+        if token.kind is not TokenKind.STRING:
+            raise self.error(f"unexpected {token.describe()}", "a quoted string")
+        self.pos += 1
+        return token.text
+
+    def query_text(self) -> str:
+        query = self.text[self.token.start :].strip()
+        if not query:
+            raise self.error("the query is missing", "a SELECT query after AS")
+        self.pos = len(self.tokens) - 1
+        return query
+
+    # -- identifiers ---------------------------------------------------------------------
+
+    def table_name(self) -> TableName:
+        parts = [self.identifier("materialized view name")]
+        while self.accept_symbol("."):
+            parts.append(self.identifier("materialized view name"))
+        if len(parts) == 3 and parts[0].lower() == SESSION_CATALOG:
+            parts = parts[1:]
+        if len(parts) > 2:
+            raise self.error(
+                f"{'.'.join(parts)} has too many name parts",
+                "name, db.name or spark_catalog.db.name",
+            )
+        for part in parts:
+            if not _CATALOG_NAME.match(part):
+                raise SparkMvError(
+                    ErrorClass.MATERIALIZED_VIEW_INVALID_IDENTIFIER,
+                    identifier=f"`{part}`",
+                    what="name for the session catalog",
+                    detail="names may contain only letters, digits and underscores",
+                    hint=f"Choose another name, e.g. {re.sub(r'[^A-Za-z0-9_]', '_', part)}.",
+                )
+        return TableName(parts[-1], parts[0] if len(parts) == 2 else None)
+
+    def identifier(self, what: str) -> str:
+        token = self.token
+        if token.kind is TokenKind.QUOTED:
+            self.pos += 1
+            return token.text
+        if token.kind is TokenKind.WORD:
+            if token.upper in RESERVED_WORDS:
+                raise SparkMvError(
+                    ErrorClass.MATERIALIZED_VIEW_INVALID_IDENTIFIER,
+                    identifier=token.text,
+                    what=what,
+                    detail="it is a reserved word",
+                    hint=f"Enclose it in back-quotes (`{token.text}`) or choose another name.",
+                )
+            self.pos += 1
+            return token.text
+        raise self.error(f"unexpected {token.describe()}", what)

@@ -1,0 +1,130 @@
+"""The statements sparkmv understands, as plain data (the parser's output)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class RefreshPolicy(Enum):
+    """How a refresh is computed (DESIGN §2)."""
+
+    AUTO = "AUTO"  # incremental when possible and cheaper, full otherwise
+    INCREMENTAL = "INCREMENTAL"  # refused at CREATE when the query cannot be maintained
+    FULL = "FULL"  # always recompute
+
+
+class RefreshTrigger(Enum):
+    """When a refresh happens (DESIGN §2)."""
+
+    ON_DEMAND = "ON DEMAND"  # deferred: on REFRESH MATERIALIZED VIEW
+    ON_COMMIT = "ON COMMIT"  # immediate: inside every captured write to a base table
+
+
+class RefreshMode(Enum):
+    """The mode asked for by ``REFRESH MATERIALIZED VIEW v [FULL | INCREMENTAL]``."""
+
+    FULL = "FULL"
+    INCREMENTAL = "INCREMENTAL"
+
+
+@dataclass(frozen=True)
+class TableName:
+    """A catalog identifier; ``database`` is None until resolved against the session."""
+
+    name: str
+    database: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.name}" if self.database else self.name
+
+    @property
+    def quoted(self) -> str:
+        parts = [self.database, self.name] if self.database else [self.name]
+        return ".".join(quote_identifier(part) for part in parts)
+
+
+def quote_identifier(part: str) -> str:
+    return "`" + part.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class ColumnSpec:
+    name: str
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class RefreshClause:
+    policy: RefreshPolicy | None = None
+    trigger: RefreshTrigger | None = None
+
+
+@dataclass(frozen=True)
+class CreateStatement:
+    name: TableName
+    query: str
+    or_replace: bool = False
+    if_not_exists: bool = False
+    columns: tuple[ColumnSpec, ...] = ()
+    comment: str | None = None
+    properties: dict[str, str] = field(default_factory=dict)
+    refresh: RefreshClause = RefreshClause()
+
+
+@dataclass(frozen=True)
+class RefreshStatement:
+    name: TableName
+    mode: RefreshMode | None = None
+
+
+@dataclass(frozen=True)
+class DropStatement:
+    name: TableName
+    if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowStatement:
+    database: str | None = None
+    pattern: str | None = None
+
+
+@dataclass(frozen=True)
+class DescribeStatement:
+    name: TableName
+    extended: bool = False
+
+
+@dataclass(frozen=True)
+class AlterRefreshStatement:
+    """``ALTER MATERIALIZED VIEW v SET REFRESH ...``"""
+
+    name: TableName
+    refresh: RefreshClause
+
+
+@dataclass(frozen=True)
+class AlterQueryStatement:
+    """``ALTER MATERIALIZED VIEW v AS query``"""
+
+    name: TableName
+    query: str
+
+
+@dataclass(frozen=True)
+class ExplainStatement:
+    statement: Statement
+    mode: str = "SIMPLE"
+
+
+Statement = (
+    CreateStatement
+    | RefreshStatement
+    | DropStatement
+    | ShowStatement
+    | DescribeStatement
+    | AlterRefreshStatement
+    | AlterQueryStatement
+    | ExplainStatement
+)

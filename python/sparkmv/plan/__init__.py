@@ -1,0 +1,1 @@
+"""Plan stage: choose how a refresh is computed."""

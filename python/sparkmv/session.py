@@ -1,0 +1,90 @@
+"""``session()``, ``attach()``: a Spark session with the extension and a persistent catalog."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pyspark.java_gateway import ensure_callback_server_started
+from pyspark.sql import SparkSession
+
+from sparkmv.bridge import Handler
+from sparkmv.config import (
+    DEFAULT_SESSION_CONF,
+    DEFAULT_WAREHOUSE_DIR,
+    EXTENSION_CLASS,
+    HANDLER_REGISTRY_CLASS,
+    METASTORE_DIR_NAME,
+)
+from sparkmv.jar import jar_path
+
+LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2.properties"
+
+_attached: dict[int, Handler] = {}  # keeps handlers alive for the JVM's callbacks
+
+
+def session(warehouse_dir: str | os.PathLike[str] | None = None, **spark_conf: str) -> SparkSession:
+    """A local SparkSession with sparkmv attached and a persistent embedded catalog.
+
+    The catalog (a Derby metastore) and all table data live under ``warehouse_dir``
+    (default ``./spark-warehouse``), so materialized views survive a restart. Keyword
+    arguments are Spark configuration and override the defaults, e.g.
+    ``sparkmv.session(**{"spark.sql.shuffle.partitions": "8"})``.
+    """
+    warehouse = Path(warehouse_dir or DEFAULT_WAREHOUSE_DIR).resolve()
+    warehouse.mkdir(parents=True, exist_ok=True)
+    conf = {**DEFAULT_SESSION_CONF, **_required_conf(warehouse), **spark_conf}
+    conf["spark.sql.extensions"] = _with_item(spark_conf.get("spark.sql.extensions"), EXTENSION_CLASS)
+    conf["spark.jars"] = _with_item(spark_conf.get("spark.jars"), jar_path())
+    builder: Any = SparkSession.builder
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark: SparkSession = builder.enableHiveSupport().getOrCreate()
+    attach(spark)
+    return spark
+
+
+def _required_conf(warehouse: Path) -> dict[str, str]:
+    metastore = warehouse / METASTORE_DIR_NAME
+    java_options = (
+        f"-Dlog4j2.configurationFile=file:{LOG4J_CONFIG} "
+        f"-Dderby.stream.error.file={warehouse / 'derby.log'}"
+    )
+    return {
+        "spark.sql.warehouse.dir": str(warehouse),
+        # Without the spark.hadoop. prefix Spark ignores it and Derby lands in the cwd.
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={metastore};create=true"
+        ),
+        "spark.driver.extraJavaOptions": java_options,
+    }
+
+
+def _with_item(listed: str | None, item: str) -> str:
+    items = [part for part in (listed or "").split(",") if part]
+    return ",".join(items if item in items else [item, *items])
+
+
+def attach(spark: SparkSession) -> SparkSession:
+    """Attach sparkmv's handler to a session built with ``spark.sql.extensions`` set.
+
+    For sessions built elsewhere (spark-submit, notebooks):
+    ``spark-submit --jars $(sparkmv jar) --conf spark.sql.extensions=io.sparkmv.SparkMvExtensions``.
+    """
+    extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    if EXTENSION_CLASS not in extensions.split(","):
+        raise RuntimeError(
+            f"this SparkSession was built without the sparkmv extension; build it with "
+            f"spark.sql.extensions={EXTENSION_CLASS} and the jar from `sparkmv jar` "
+            f"(or use sparkmv.session())"
+        )
+    gateway: Any = spark.sparkContext._gateway
+    ensure_callback_server_started(gateway)
+    handler = Handler(spark)
+    registry: Any = spark._jvm
+    for part in HANDLER_REGISTRY_CLASS.split("."):
+        registry = getattr(registry, part)
+    registry.register(handler)
+    _attached[id(spark)] = handler
+    return spark

@@ -1,0 +1,21 @@
+package io.sparkmv
+
+import org.apache.spark.sql.SparkSessionExtensions
+
+import io.sparkmv.analysis.RerouteSparkMaterializedView
+import io.sparkmv.parser.SparkMvParser
+
+/**
+ * Entry point: `spark.sql.extensions=io.sparkmv.SparkMvExtensions`.
+ *
+ * The shim only routes statements to the Python handler (see [[io.sparkmv.bridge.MvHandler]]);
+ * every decision about materialized views is made in the `sparkmv` Python package.
+ */
+class SparkMvExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit = {
+    // parser
+    extensions.injectParser((_, delegate) => new SparkMvParser(delegate))
+    // analyzer
+    extensions.injectResolutionRule(_ => RerouteSparkMaterializedView)
+  }
+}

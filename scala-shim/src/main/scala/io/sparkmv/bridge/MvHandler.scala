@@ -1,0 +1,44 @@
+package io.sparkmv.bridge
+
+/**
+ * Implemented in Python (`sparkmv.bridge.Handler`) and registered over py4j.
+ *
+ * Both methods either return their result or return a `Throwable` that the shim rethrows:
+ * the Python side turns its own errors into [[SparkMvException]]s and hands back the original
+ * Java exception of a failing nested Spark call, so error classes survive the round trip.
+ */
+trait MvHandler {
+  /** Result schema of a statement as a DDL string ("" for none); cheap, no side effects. */
+  def resultSchema(kind: String, sqlText: String): AnyRef
+
+  /** Runs a statement: its rows as a JSON array of arrays in the declared schema, or a `Throwable`. */
+  def execute(kind: String, sqlText: String): AnyRef
+}
+
+/** The JVM-wide handler, set by `sparkmv.attach(spark)`. */
+object MvHandlerRegistry {
+  @volatile private var current: Option[MvHandler] = None
+
+  def register(handler: MvHandler): Unit = { current = Some(handler) }
+  def unregister(): Unit = { current = None }
+  def isRegistered: Boolean = current.isDefined
+
+  def resultSchema(kind: String, sqlText: String): String =
+    rethrowOr(handler.resultSchema(kind, sqlText)).asInstanceOf[String]
+
+  def execute(kind: String, sqlText: String): AnyRef =
+    rethrowOr(handler.execute(kind, sqlText))
+
+  private def rethrowOr(result: AnyRef): AnyRef = result match {
+    case t: Throwable => throw t
+    case other => other
+  }
+
+  private def handler: MvHandler = current.getOrElse(
+    throw SparkMvException(
+      "MATERIALIZED_VIEW_HANDLER_NOT_ATTACHED",
+      "55000",
+      "Materialized view statements need the sparkmv Python handler, and none is attached to " +
+        "this Spark application. In Python call `sparkmv.attach(spark)` after building the " +
+        "session (or build it with `sparkmv.session()`)."))
+}

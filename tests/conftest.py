@@ -1,0 +1,74 @@
+"""One SparkSession for the whole run (a JVM start costs seconds), with a fresh database per test.
+
+The session uses a temporary warehouse, so the embedded Derby catalog of the run is its own
+and tests that start other processes use other warehouses.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+
+import sparkmv
+
+REPO = Path(__file__).resolve().parents[1]
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = sparkmv.session(
+        warehouse, **{"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
+    )
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def db(spark: SparkSession) -> Iterator[str]:
+    """A fresh, current database for one test; dropped (with its views) afterwards."""
+    name = f"t{os.getpid()}_{next(_databases)}"
+    spark.sql(f"CREATE DATABASE {name}")
+    spark.sql(f"USE {name}")
+    yield name
+    for view in spark.sql(f"SHOW MATERIALIZED VIEWS IN {name}").collect():
+        spark.sql(f"DROP MATERIALIZED VIEW {name}.{view.viewName}")
+    spark.sql("USE default")
+    spark.sql(f"DROP DATABASE {name} CASCADE")
+
+
+def multiset(frame: DataFrame) -> Counter[tuple[object, ...]]:
+    return Counter(tuple(row) for row in frame.collect())
+
+
+def assert_view_matches_query(spark: SparkSession, view: str) -> None:
+    """The correctness oracle (DESIGN §7): the view equals its query run afresh, as multisets."""
+    query = spark.sql(f"DESCRIBE MATERIALIZED VIEW EXTENDED {view}").collect()
+    text = next(row.data_type for row in query if row.col_name == "Query")
+    database = next(row.data_type for row in query if row.col_name == "Query Database")
+    current = spark.catalog.currentDatabase()
+    spark.catalog.setCurrentDatabase(database)
+    try:
+        expected = spark.sql(text)
+        assert spark.table(view).columns == expected.columns or len(
+            spark.table(view).columns
+        ) == len(expected.columns)
+        assert multiset(spark.table(view)) == multiset(expected)
+    finally:
+        spark.catalog.setCurrentDatabase(current)
+
+
+def python_env() -> dict[str, str]:
+    """Environment for child processes: this interpreter's venv, the repo's package."""
+    env = dict(os.environ)
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    return env
