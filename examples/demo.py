@@ -6,9 +6,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 import sparkmv
+from pyspark.sql import SparkSession
 from sparkmv.shell import format_table
 
 WAREHOUSE = Path("demo-warehouse")
@@ -49,7 +48,7 @@ def main() -> int:
         print("\nA mistake gets a Spark-style error, not a traceback:")
         try:
             spark.sql("REFRESH MATERIALIZED VIEW sales_by_regoin")
-        except Exception as error:  # noqa: BLE001 - shown to the reader
+        except Exception as error:
             print(f"  {type(error).__name__}: {error}")
     finally:
         spark.stop()

@@ -1,15 +1,15 @@
 """sparkmv: incremental materialized views for Apache Spark.
 
-    import sparkmv
-    spark = sparkmv.session()      # local Spark + extension + persistent catalog
-    sparkmv.attach(spark)          # for a session built elsewhere with the extension conf
-    sparkmv.jar_path()             # the extension jar, for --jars
+import sparkmv
+spark = sparkmv.session()      # local Spark + extension + persistent catalog
+sparkmv.attach(spark)          # for a session built elsewhere with the extension conf
+sparkmv.jar_path()             # the extension jar, for --jars
 """
 
 from sparkmv.config import EXTENSION_CLASS
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jar import jar_path
-from sparkmv.session import attach, session
+from sparkmv.spark_session import attach, session
 
 __version__ = "0.1.0"
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from sparkmv import commands
@@ -30,7 +31,7 @@ class Handler:
     """Implements the Scala trait ``io.sparkmv.bridge.MvHandler`` for one SparkSession."""
 
     class Java:
-        implements = ["io.sparkmv.bridge.MvHandler"]
+        implements = ["io.sparkmv.bridge.MvHandler"]  # noqa: RUF012 (py4j protocol)
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
@@ -43,7 +44,7 @@ class Handler:
         try:
             with quiet_pyspark_error_logs():
                 rows = commands.execute(self.context, sql_text)
-        except BaseException as error:  # noqa: BLE001 - every error must reach the JVM typed
+        except BaseException as error:
             return self.to_java_error(error, sql_text)
         return json.dumps([list(row) for row in rows])
 
@@ -65,6 +66,12 @@ class Handler:
 PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
+def pyspark_error_loggers() -> list[logging.Logger]:
+    """The loggers PySpark reports every captured SQL error to (as JSON on stderr)."""
+    # Created through PySparkLogger: a plain logging.Logger of that name would break PySpark.
+    return [PySparkLogger.getLogger(name) for name in PYSPARK_ERROR_LOGGERS]
+
+
 @contextmanager
 def quiet_pyspark_error_logs() -> Iterator[None]:
     """Silence PySpark's logging of errors raised by nested Spark calls.
@@ -72,14 +79,14 @@ def quiet_pyspark_error_logs() -> Iterator[None]:
     A nested error is handed back to the JVM and reaches the user through their own call,
     where PySpark reports it once; logging it here too would print it twice.
     """
-    loggers = [logging.getLogger(name) for name in PYSPARK_ERROR_LOGGERS]
+    loggers = pyspark_error_loggers()
     previous = [logger.disabled for logger in loggers]
     for logger in loggers:
         logger.disabled = True
     try:
         yield
     finally:
-        for logger, was_disabled in zip(loggers, previous):
+        for logger, was_disabled in zip(loggers, previous, strict=True):
             logger.disabled = was_disabled
 
 

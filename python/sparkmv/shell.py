@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
@@ -10,7 +9,7 @@ from typing import Any, TextIO
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
-from sparkmv.bridge import PYSPARK_ERROR_LOGGERS
+from sparkmv.bridge import pyspark_error_loggers
 
 PROMPT = "sparkmv> "
 CONTINUATION = "       > "
@@ -77,7 +76,11 @@ def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def _row(values: Sequence[str], widths: Sequence[int]) -> str:
-    return "|" + "|".join(f" {value:<{width}} " for value, width in zip(values, widths)) + "|"
+    return (
+        "|"
+        + "|".join(f" {value:<{width}} " for value, width in zip(values, widths, strict=True))
+        + "|"
+    )
 
 
 def _cell(value: Any) -> str:
@@ -108,8 +111,8 @@ class Shell:
     def start(cls, warehouse: str | None, conf: dict[str, str], out: TextIO) -> Shell:
         import sparkmv
 
-        for name in PYSPARK_ERROR_LOGGERS:  # the shell prints each error itself, once
-            logging.getLogger(name).disabled = True
+        for logger in pyspark_error_loggers():  # the shell prints each error itself, once
+            logger.disabled = True
         return cls(sparkmv.session(warehouse, **conf), out)
 
     def stop(self) -> None:

@@ -20,5 +20,9 @@ class Maintainability:
 
 def analyze_maintainability(query: ParsedQuery) -> Maintainability:
     if query.tree is None:
-        return Maintainability(False, "sqlglot cannot parse the query, so its deltas cannot be derived")
-    return Maintainability(False, "incremental maintenance is not available in this release of sparkmv")
+        return Maintainability(
+            False, "sqlglot cannot parse the query, so its deltas cannot be derived"
+        )
+    return Maintainability(
+        False, "incremental maintenance is not available in this release of sparkmv"
+    )

@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sparkmv.apply import snapshot
 from sparkmv.catalog.metadata import MvMetadata, RefreshStats
 from sparkmv.catalog.views import ViewCatalog
+from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import ColumnSpec, quote_identifier
 
 
@@ -70,12 +71,17 @@ def create_catalog_view(
 
 
 def full_refresh(
-    spark: SparkSession, catalog: ViewCatalog, view: MvMetadata, data: DataFrame, reason: str,
+    spark: SparkSession,
+    catalog: ViewCatalog,
+    view: MvMetadata,
+    data: DataFrame,
+    reason: str,
     started_ms: int,
 ) -> MvMetadata:
     """Replace the contents of ``view`` with ``data`` atomically; return the new metadata."""
     root = snapshot.storage_root(spark, view.name)
     path, rows = write_new_snapshot(spark, root, data)
+    checkpoint("refresh.before_commit")
     finished = now_ms()
     stats = view.stats
     updated = view.with_changes(
@@ -96,7 +102,10 @@ def full_refresh(
     try:
         catalog.commit(updated, snapshot.view_text(updated.columns, path))
     except BaseException:
-        snapshot.remove_snapshots(spark, root, keep=[view.snapshot])
+        snapshot.remove_path(spark, path)
         raise
+    checkpoint("refresh.after_commit")
+    # Unreferenced snapshots (a crash before an earlier commit) go; the previous one stays
+    # for readers that resolved the view just before this commit.
     snapshot.remove_snapshots(spark, root, keep=[view.snapshot, path])
     return updated

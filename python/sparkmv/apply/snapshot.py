@@ -42,15 +42,23 @@ def storage_columns(count: int) -> list[str]:
 
 
 def write_snapshot(data: DataFrame, path: str) -> None:
-    """Write ``data`` (the view's visible columns, in order) as a new snapshot."""
-    data.toDF(*storage_columns(len(data.columns))).write.mode("errorifexists").parquet(path)
+    """Write ``data`` (the view's visible columns, in order) as a new snapshot.
+
+    Column metadata is dropped: Spark would otherwise persist markers such as an
+    auto-generated alias into the files and then refuse a view over them.
+    """
+    columns = [
+        data[index].alias(stored, metadata={})
+        for index, stored in enumerate(storage_columns(len(data.columns)))
+    ]
+    data.select(*columns).write.mode("errorifexists").parquet(path)
 
 
 def view_text(columns: Sequence[str], snapshot: str) -> str:
     """The catalog view's SQL: the snapshot's positional columns renamed to ``columns``."""
     select = ", ".join(
         f"{quote_identifier(stored)} AS {quote_identifier(column)}"
-        for stored, column in zip(storage_columns(len(columns)), columns)
+        for stored, column in zip(storage_columns(len(columns)), columns, strict=True)
     )
     return f"SELECT {select} FROM parquet.{quote_identifier(snapshot)}"
 
@@ -84,7 +92,7 @@ def remove_path(spark: SparkSession, path: str) -> None:
 def _filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
     jvm: Any = spark._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[union-attr]
+    fs = hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration())
     return fs, hadoop_path
 
 

@@ -15,6 +15,7 @@ from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata, RefreshStats
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import (
     ColumnSpec,
     CreateStatement,
@@ -50,6 +51,7 @@ def run(context: CommandContext, statement: CreateStatement) -> Rows:
         # A crash between an earlier DROP's catalog change and its file removal leaves data.
         snapshot.remove_path(context.spark, root)
     path, rows = write_new_snapshot(context.spark, root, data)
+    checkpoint("create.before_commit")
     finished = now_ms()
     metadata = MvMetadata(
         name=name,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
@@ -65,5 +65,5 @@ def information(view: MvMetadata, properties: dict[str, str]) -> list[tuple[str,
 def format_ms(epoch_ms: int) -> str:
     if not epoch_ms:
         return ""
-    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC")

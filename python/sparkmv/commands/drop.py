@@ -5,6 +5,7 @@ from __future__ import annotations
 from sparkmv.apply import snapshot
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import DropStatement
 
 RESULT_SCHEMA = ""
@@ -19,5 +20,6 @@ def run(context: CommandContext, statement: DropStatement) -> Rows:
             return []
         raise SparkMvError(ErrorClass.MATERIALIZED_VIEW_NOT_FOUND, name=name)
     context.spark.sql(f"DROP VIEW {name.quoted}")
+    checkpoint("drop.after_commit")
     snapshot.remove_path(context.spark, snapshot.storage_root(context.spark, name))
     return []

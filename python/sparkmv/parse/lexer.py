@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import Enum
 
@@ -41,9 +42,11 @@ class Token:
 _STRING_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "b": "\b", "Z": "\x1a"}
 
 
-def tokenize(text: str) -> list[Token]:
-    """All tokens of ``text``, skipping whitespace and comments; ends with an END token."""
-    tokens: list[Token] = []
+def tokenize(text: str) -> Iterator[Token]:
+    """The tokens of ``text``, skipping whitespace and comments, then an END token.
+
+    Lazy, so that the query after ``AS`` is never tokenized here: it is kept as raw text.
+    """
     i, n = 0, len(text)
     while i < n:
         c = text[i]
@@ -58,27 +61,26 @@ def tokenize(text: str) -> list[Token]:
             j = i
             while j < n and (text[j].isalnum() or text[j] == "_"):
                 j += 1
-            tokens.append(Token(TokenKind.WORD, text[i:j], i, j))
+            yield Token(TokenKind.WORD, text[i:j], i, j)
             i = j
         elif c.isdigit():
             j = i
             while j < n and (text[j].isalnum() or text[j] in "._"):
                 j += 1
-            tokens.append(Token(TokenKind.NUMBER, text[i:j], i, j))
+            yield Token(TokenKind.NUMBER, text[i:j], i, j)
             i = j
         elif c == "`":
             value, j = _read_quoted_identifier(text, i)
-            tokens.append(Token(TokenKind.QUOTED, value, i, j))
+            yield Token(TokenKind.QUOTED, value, i, j)
             i = j
         elif c in "'\"":
             value, j = _read_string(text, i)
-            tokens.append(Token(TokenKind.STRING, value, i, j))
+            yield Token(TokenKind.STRING, value, i, j)
             i = j
         else:
-            tokens.append(Token(TokenKind.SYMBOL, c, i, i + 1))
+            yield Token(TokenKind.SYMBOL, c, i, i + 1)
             i += 1
-    tokens.append(Token(TokenKind.END, "", n, n))
-    return tokens
+    yield Token(TokenKind.END, "", n, n)
 
 
 def _skip_bracketed_comment(text: str, start: int) -> int:

@@ -47,12 +47,77 @@ EXPLAIN_MODES = ("EXTENDED", "FORMATTED", "CODEGEN", "COST", "LOGICAL")
 
 # SQL:2016 reserved words that Spark (ANSI mode) refuses as bare identifiers.
 RESERVED_WORDS = frozenset(
-    """ALL AND ANY AS AUTHORIZATION BOTH CASE CAST CHECK COLLATE COLUMN CONSTRAINT CREATE CROSS
-    CURRENT_DATE CURRENT_TIME CURRENT_TIMESTAMP CURRENT_USER DISTINCT ELSE END EXCEPT FALSE FETCH
-    FOR FOREIGN FROM FULL GRANT GROUP HAVING IN INNER INTERSECT INTO IS JOIN LATERAL LEADING LEFT
-    NATURAL NOT NULL OFFSET ON ONLY OR ORDER OUTER OVERLAPS PRIMARY REFERENCES RIGHT SELECT
-    SESSION_USER SOME TABLE THEN TIME TO TRAILING UNION UNIQUE UNKNOWN USER USING WHEN WHERE
-    WITH""".split()
+    (
+        "ALL",
+        "AND",
+        "ANY",
+        "AS",
+        "AUTHORIZATION",
+        "BOTH",
+        "CASE",
+        "CAST",
+        "CHECK",
+        "COLLATE",
+        "COLUMN",
+        "CONSTRAINT",
+        "CREATE",
+        "CROSS",
+        "CURRENT_DATE",
+        "CURRENT_TIME",
+        "CURRENT_TIMESTAMP",
+        "CURRENT_USER",
+        "DISTINCT",
+        "ELSE",
+        "END",
+        "EXCEPT",
+        "FALSE",
+        "FETCH",
+        "FOR",
+        "FOREIGN",
+        "FROM",
+        "FULL",
+        "GRANT",
+        "GROUP",
+        "HAVING",
+        "IN",
+        "INNER",
+        "INTERSECT",
+        "INTO",
+        "IS",
+        "JOIN",
+        "LATERAL",
+        "LEADING",
+        "LEFT",
+        "NATURAL",
+        "NOT",
+        "NULL",
+        "OFFSET",
+        "ON",
+        "ONLY",
+        "OR",
+        "ORDER",
+        "OUTER",
+        "OVERLAPS",
+        "PRIMARY",
+        "REFERENCES",
+        "RIGHT",
+        "SELECT",
+        "SESSION_USER",
+        "SOME",
+        "TABLE",
+        "THEN",
+        "TIME",
+        "TO",
+        "TRAILING",
+        "UNION",
+        "UNIQUE",
+        "UNKNOWN",
+        "USER",
+        "USING",
+        "WHEN",
+        "WHERE",
+        "WITH",
+    )
 )
 
 _CATALOG_NAME = re.compile(r"^[A-Za-z0-9_]+$")
@@ -69,22 +134,29 @@ def parse_statement(text: str) -> Statement:
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
-        self.tokens = tokenize(text)
+        self.source = tokenize(text)
+        self.tokens: list[Token] = []  # read so far
         self.pos = 0
 
     # -- token helpers -------------------------------------------------------------------
 
+    def lookahead(self, offset: int) -> Token:
+        while len(self.tokens) <= self.pos + offset:
+            if self.tokens and self.tokens[-1].kind is TokenKind.END:
+                return self.tokens[-1]
+            self.tokens.append(next(self.source))
+        return self.tokens[self.pos + offset]
+
     @property
     def token(self) -> Token:
-        return self.tokens[self.pos]
+        return self.lookahead(0)
 
     def peek_word(self, *words: str) -> bool:
         return self.token.upper in words
 
     def accept(self, *words: str) -> bool:
         """Consume the keyword sequence ``words`` if it is next."""
-        upcoming = self.tokens[self.pos : self.pos + len(words)]
-        if len(upcoming) == len(words) and all(t.upper == w for t, w in zip(upcoming, words)):
+        if all(self.lookahead(i).upper == word for i, word in enumerate(words)):
             self.pos += len(words)
             return True
         return False
@@ -213,8 +285,10 @@ class _Parser:
         if self.accept("SET", "REFRESH"):
             clause = self.refresh_clause()
             if clause.policy is None and clause.trigger is None:
-                raise self.error("SET REFRESH needs a policy or a trigger", "AUTO, INCREMENTAL, "
-                                 "FULL, ON DEMAND or ON COMMIT")
+                raise self.error(
+                    "SET REFRESH needs a policy or a trigger",
+                    "AUTO, INCREMENTAL, FULL, ON DEMAND or ON COMMIT",
+                )
             return AlterRefreshStatement(name, clause)
         if self.accept("AS"):
             return AlterQueryStatement(name, self.query_text())
@@ -240,8 +314,9 @@ class _Parser:
                 valid="COMMENT, TBLPROPERTIES, REFRESH, then AS query",
                 hint=hint,
             )
-        return self.error(f"unexpected {self.token.describe()}", "COMMENT, TBLPROPERTIES, "
-                          "REFRESH or AS")
+        return self.error(
+            f"unexpected {self.token.describe()}", "COMMENT, TBLPROPERTIES, REFRESH or AS"
+        )
 
     def refresh_clause(self) -> RefreshClause:
         policy = None
@@ -309,17 +384,21 @@ class _Parser:
         raise self.error(f"unexpected {token.describe()}", "a string, number or boolean value")
 
     def string(self) -> str:
-        token = self.token
-        if token.kind is not TokenKind.STRING:
-            raise self.error(f"unexpected {token.describe()}", "a quoted string")
-        self.pos += 1
-        return token.text
+        """A string literal; adjacent literals concatenate, as in Spark ('a' 'b' = 'ab')."""
+        if self.token.kind is not TokenKind.STRING:
+            raise self.error(f"unexpected {self.token.describe()}", "a quoted string")
+        parts = []
+        while self.token.kind is TokenKind.STRING:
+            parts.append(self.token.text)
+            self.pos += 1
+        return "".join(parts)
 
     def query_text(self) -> str:
+        """The rest of the statement, verbatim; nothing after it is parsed."""
         query = self.text[self.token.start :].strip()
         if not query:
             raise self.error("the query is missing", "a SELECT query after AS")
-        self.pos = len(self.tokens) - 1
+        self.tokens[self.pos :] = [Token(TokenKind.END, "", len(self.text), len(self.text))]
         return query
 
     # -- identifiers ---------------------------------------------------------------------

@@ -35,7 +35,9 @@ def session(warehouse_dir: str | os.PathLike[str] | None = None, **spark_conf: s
     warehouse = Path(warehouse_dir or DEFAULT_WAREHOUSE_DIR).resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
     conf = {**DEFAULT_SESSION_CONF, **_required_conf(warehouse), **spark_conf}
-    conf["spark.sql.extensions"] = _with_item(spark_conf.get("spark.sql.extensions"), EXTENSION_CLASS)
+    conf["spark.sql.extensions"] = _with_item(
+        spark_conf.get("spark.sql.extensions"), EXTENSION_CLASS
+    )
     conf["spark.jars"] = _with_item(spark_conf.get("spark.jars"), jar_path())
     builder: Any = SparkSession.builder
     for key, value in conf.items():
@@ -80,7 +82,7 @@ def attach(spark: SparkSession) -> SparkSession:
             f"(or use sparkmv.session())"
         )
     gateway: Any = spark.sparkContext._gateway
-    ensure_callback_server_started(gateway)
+    ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
     handler = Handler(spark)
     registry: Any = spark._jvm
     for part in HANDLER_REGISTRY_CLASS.split("."):

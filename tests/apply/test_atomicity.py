@@ -1,0 +1,131 @@
+"""Refreshes are atomic for readers, a failed refresh keeps the old contents, crashes recover."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from conftest import assert_view_matches_query, python_env
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+from sparkmv.faults import CRASH_AT_ENV, CRASH_EXIT_CODE
+
+
+def snapshot_dirs(spark: SparkSession, db: str, view: str) -> list[str]:
+    warehouse = (spark.conf.get("spark.sql.warehouse.dir") or "").removeprefix("file:")
+    root = Path(warehouse) / "_sparkmv" / db / view
+    return sorted(p.name for p in root.iterdir()) if root.exists() else []
+
+
+def test_failed_refresh_keeps_old_contents_and_metadata(spark: SparkSession, db: str) -> None:
+    spark.sql("CREATE TABLE t (a INT) USING parquet")
+    spark.sql("INSERT INTO t VALUES (1), (3)")
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a, 10 DIV (a - 2) AS q FROM t")
+    before = sorted(spark.table("v").collect())
+    dirs = snapshot_dirs(spark, db, "v")
+    spark.sql("INSERT INTO t VALUES (2)")  # the next refresh divides by zero mid-query
+    with pytest.raises(PySparkException) as raised:
+        spark.sql("REFRESH MATERIALIZED VIEW v").collect()
+    assert raised.value.getCondition() == "DIVIDE_BY_ZERO"  # Spark's own error class survives
+    assert sorted(spark.table("v").collect()) == before
+    assert snapshot_dirs(spark, db, "v") == dirs
+    info = {
+        r.col_name: r.data_type
+        for r in spark.sql("DESCRIBE MATERIALIZED VIEW EXTENDED v").collect()
+    }
+    assert info["Refresh Count"] == "1"
+
+
+def test_readers_see_whole_snapshots_during_refreshes(spark: SparkSession, db: str) -> None:
+    spark.sql("CREATE TABLE t (a INT) USING parquet")
+    spark.sql("INSERT INTO t SELECT id FROM range(500)")
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM t")
+    valid_counts = {500}
+    observed: list[int] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                observed.append(spark.table(f"{db}.v").count())
+            except BaseException as error:
+                errors.append(error)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for batch in range(1, 4):
+            spark.sql(f"INSERT INTO t SELECT id FROM range({batch * 500}, {(batch + 1) * 500})")
+            valid_counts.add((batch + 1) * 500)
+            spark.sql("REFRESH MATERIALIZED VIEW v")
+    finally:
+        done.set()
+        reader.join()
+    assert not errors, errors
+    assert observed and set(observed) <= valid_counts
+    assert_view_matches_query(spark, "v")
+
+
+CRASH_SCRIPT = """
+import sys, sparkmv
+spark = sparkmv.session(sys.argv[1])
+step = sys.argv[2]
+if step == "setup":
+    spark.sql("CREATE TABLE t (a INT) USING parquet")
+    spark.sql("INSERT INTO t VALUES (1), (2)")
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM t")
+    spark.sql("INSERT INTO t VALUES (3)")
+elif step == "refresh":
+    spark.sql("REFRESH MATERIALIZED VIEW v").collect()
+elif step == "check":
+    print("ROWS", sorted(r.a for r in spark.table("v").collect()))
+    info = {r.col_name: r.data_type
+            for r in spark.sql("DESCRIBE MATERIALIZED VIEW EXTENDED v").collect()}
+    print("COUNT", info["Refresh Count"])
+spark.stop()
+"""
+
+
+def run_step(
+    warehouse: Path, step: str, crash_at: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = python_env()
+    env.pop(CRASH_AT_ENV, None)
+    if crash_at:
+        env[CRASH_AT_ENV] = crash_at
+    return subprocess.run(
+        [sys.executable, "-c", CRASH_SCRIPT, str(warehouse), step],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("crash_at", "rows", "count"),
+    [("refresh.before_commit", [1, 2], "1"), ("refresh.after_commit", [1, 2, 3], "2")],
+)
+def test_crash_during_refresh_recovers(
+    tmp_path: Path, crash_at: str, rows: list[int], count: str
+) -> None:
+    """A refresh killed before its commit leaves the old view; after it, the new one."""
+    warehouse = tmp_path / "warehouse"
+    setup = run_step(warehouse, "setup")
+    assert setup.returncode == 0, setup.stderr
+    crashed = run_step(warehouse, "refresh", crash_at)
+    assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr
+    checked = run_step(warehouse, "check")
+    assert checked.returncode == 0, checked.stderr
+    assert f"ROWS {rows}" in checked.stdout
+    assert f"COUNT {count}" in checked.stdout
+    # The next refresh works and leaves only the current and the previous snapshot.
+    assert run_step(warehouse, "refresh").returncode == 0
+    assert "ROWS [1, 2, 3]" in run_step(warehouse, "check").stdout
+    snapshots = list((warehouse / "_sparkmv" / "default" / "v").iterdir())
+    assert len(snapshots) == 2

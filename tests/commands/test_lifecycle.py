@@ -1,0 +1,184 @@
+"""The full-refresh lifecycle through spark.sql, each step checked against the oracle."""
+
+from __future__ import annotations
+
+from conftest import assert_view_matches_query, multiset
+from pyspark.sql import SparkSession
+
+
+def describe(spark: SparkSession, view: str) -> dict[str, str]:
+    rows = spark.sql(f"DESCRIBE MATERIALIZED VIEW EXTENDED {view}").collect()
+    return {row.col_name: row.data_type for row in rows}
+
+
+def make_sales(spark: SparkSession) -> None:
+    spark.sql("CREATE TABLE sales (id INT, region STRING, amount DECIMAL(10,2)) USING parquet")
+    spark.sql(
+        "INSERT INTO sales VALUES (1, 'eu', 10.00), (2, 'us', 5.50), (3, 'eu', 1.00), "
+        "(4, NULL, 2.00), (4, NULL, 2.00)"
+    )
+
+
+def test_create_refresh_select_describe_drop(spark: SparkSession, db: str) -> None:
+    make_sales(spark)
+    spark.sql(
+        "CREATE MATERIALIZED VIEW by_region COMMENT 'per region' "
+        "AS SELECT region, SUM(amount) AS total, COUNT(*) AS n FROM sales GROUP BY region"
+    )
+    assert_view_matches_query(spark, "by_region")
+    assert spark.table("by_region").columns == ["region", "total", "n"]
+
+    spark.sql("INSERT INTO sales VALUES (5, 'asia', 7.00), (6, 'us', 1.25)")
+    stale = multiset(spark.table("by_region"))
+    assert ("asia", 7, 1) not in {(r, float(t), n) for r, t, n in stale}
+
+    result = spark.sql("REFRESH MATERIALIZED VIEW by_region").collect()
+    assert len(result) == 1
+    row = result[0]
+    assert row.mode == "FULL"
+    assert "incremental" in row.reason
+    assert (row.rows_inserted, row.rows_deleted) == (4, 3)
+    assert row.duration_ms >= 0
+    assert_view_matches_query(spark, "by_region")
+
+    info = describe(spark, "by_region")
+    assert info["Refresh Count"] == "2"
+    assert info["Last Refresh Mode"] == "FULL"
+    assert info["Base Tables"] == f"{db}.sales"
+    assert info["Refresh Policy"] == "AUTO"
+    assert info["Refresh Trigger"] == "ON DEMAND"
+    assert info["Last Refreshed"].endswith("UTC")
+
+    full = spark.sql("REFRESH MATERIALIZED VIEW by_region FULL").collect()[0]
+    assert (full.mode, full.reason) == ("FULL", "full refresh requested")
+    assert describe(spark, "by_region")["Refresh Count"] == "3"
+
+    spark.sql("DROP MATERIALIZED VIEW by_region")
+    assert spark.sql("SHOW MATERIALIZED VIEWS").collect() == []
+    assert "by_region" not in {t.name for t in spark.catalog.listTables(db)}
+
+
+def test_view_lists_once_and_hides_storage(spark: SparkSession, db: str) -> None:
+    make_sales(spark)
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT DISTINCT region FROM sales")
+    tables = [row.tableName for row in spark.sql("SHOW TABLES").collect()]
+    assert sorted(tables) == ["sales", "v"]
+    assert spark.sql("SELECT * FROM v").columns == ["region"]
+    shown = spark.sql("SHOW MATERIALIZED VIEWS").collect()
+    assert [(r.namespace, r.viewName, r.refresh_policy, r.refresh_trigger) for r in shown] == [
+        (db, "v", "AUTO", "ON DEMAND")
+    ]
+    assert shown[0].last_refreshed is not None
+
+
+def test_column_list_comments_properties_and_policy(spark: SparkSession, db: str) -> None:
+    make_sales(spark)
+    spark.sql(
+        "CREATE MATERIALIZED VIEW v (r COMMENT 'the region', total) "
+        "TBLPROPERTIES ('owner' = 'team-a') REFRESH FULL ON DEMAND "
+        "AS SELECT region, SUM(amount) FROM sales GROUP BY region"
+    )
+    rows = spark.sql("DESCRIBE MATERIALIZED VIEW v").collect()
+    assert [(r.col_name, r.comment) for r in rows] == [("r", "the region"), ("total", None)]
+    info = describe(spark, "v")
+    assert info["Refresh Policy"] == "FULL"
+    assert info["Table Properties"] == "[owner=team-a]"
+    result = spark.sql("REFRESH MATERIALIZED VIEW v").collect()[0]
+    assert (result.mode, result.reason) == ("FULL", "refresh policy is FULL")
+    assert_view_matches_query(spark, "v")
+
+
+def test_if_not_exists_and_or_replace(spark: SparkSession, db: str) -> None:
+    make_sales(spark)
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT id FROM sales")
+    spark.sql("CREATE MATERIALIZED VIEW IF NOT EXISTS v AS SELECT region FROM sales")
+    assert spark.table("v").columns == ["id"]
+    spark.sql("CREATE OR REPLACE MATERIALIZED VIEW v AS SELECT region, amount FROM sales")
+    assert spark.table("v").columns == ["region", "amount"]
+    assert_view_matches_query(spark, "v")
+    assert describe(spark, "v")["Refresh Count"] == "1"
+
+
+def test_alter_set_refresh_and_as_query(spark: SparkSession, db: str) -> None:
+    make_sales(spark)
+    spark.sql(
+        "CREATE MATERIALIZED VIEW v (id COMMENT 'key', amount) COMMENT 'c' "
+        "TBLPROPERTIES ('k' = 'v') AS SELECT id, amount FROM sales"
+    )
+    spark.sql("ALTER MATERIALIZED VIEW v SET REFRESH FULL")
+    assert describe(spark, "v")["Refresh Policy"] == "FULL"
+    assert_view_matches_query(spark, "v")
+
+    spark.sql("ALTER MATERIALIZED VIEW v AS SELECT id, region FROM sales WHERE id > 1")
+    assert spark.table("v").columns == ["id", "region"]
+    assert_view_matches_query(spark, "v")
+    info = describe(spark, "v")
+    assert info["Refresh Policy"] == "FULL"
+    assert info["Table Properties"] == "[k=v]"
+    assert info["Comment"] == "c"
+    comments = {r.col_name: r.comment for r in spark.sql("DESCRIBE MATERIALIZED VIEW v").collect()}
+    assert comments == {"id": "key", "region": None}
+
+
+def test_query_resolves_in_its_creation_database(spark: SparkSession, db: str) -> None:
+    make_sales(spark)
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT id FROM sales")
+    spark.sql("USE default")
+    try:
+        spark.sql(f"INSERT INTO {db}.sales VALUES (9, 'x', 1.00)")
+        spark.sql(f"REFRESH MATERIALIZED VIEW {db}.v")
+        assert (9,) in multiset(spark.table(f"{db}.v"))
+        assert spark.catalog.currentDatabase() == "default"
+    finally:
+        spark.sql(f"USE {db}")
+    assert_view_matches_query(spark, "v")
+
+
+def test_views_of_other_databases_and_quoted_names(spark: SparkSession, db: str) -> None:
+    make_sales(spark)
+    spark.sql(f"CREATE MATERIALIZED VIEW `{db}`.`Odd_Name` AS SELECT * FROM {db}.sales")
+    spark.sql("USE default")
+    try:
+        names = [r.viewName for r in spark.sql(f"SHOW MATERIALIZED VIEWS IN {db}").collect()]
+        assert names == ["odd_name"]
+        assert spark.sql(f"SHOW MATERIALIZED VIEWS IN {db} LIKE 'ODD*'").count() == 1
+        assert spark.sql(f"SHOW MATERIALIZED VIEWS IN {db} LIKE 'x*|odd_%'").count() == 1
+        assert spark.sql(f"SHOW MATERIALIZED VIEWS IN {db} LIKE 'nope'").count() == 0
+    finally:
+        spark.sql(f"USE {db}")
+    assert_view_matches_query(spark, "odd_name")
+
+
+def test_empty_results_nulls_and_duplicates(spark: SparkSession, db: str) -> None:
+    make_sales(spark)
+    spark.sql("CREATE MATERIALIZED VIEW empty AS SELECT * FROM sales WHERE id < 0")
+    assert spark.table("empty").count() == 0
+    assert_view_matches_query(spark, "empty")
+    spark.sql("CREATE MATERIALIZED VIEW dups AS SELECT id, region FROM sales")
+    assert multiset(spark.table("dups"))[(4, None)] == 2
+    spark.sql("INSERT INTO sales VALUES (-1, 'neg', 0.00)")
+    spark.sql("REFRESH MATERIALIZED VIEW empty")
+    assert_view_matches_query(spark, "empty")
+    assert spark.table("empty").count() == 1
+
+
+def test_sql_script_create_is_rerouted(spark: SparkSession, db: str) -> None:
+    """Inside a SQL script Spark's own parser builds CreateMaterializedViewAsSelect."""
+    make_sales(spark)
+    spark.sql("BEGIN\n  CREATE MATERIALIZED VIEW s AS SELECT id FROM sales;\nEND")
+    assert_view_matches_query(spark, "s")
+    assert describe(spark, "s")["Refresh Policy"] == "AUTO"
+
+
+def test_explain(spark: SparkSession, db: str) -> None:
+    make_sales(spark)
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT region, COUNT(*) AS n FROM sales GROUP BY 1")
+    plan = spark.sql("EXPLAIN REFRESH MATERIALIZED VIEW v").collect()[0].plan
+    assert "== Refresh Plan ==" in plan
+    assert "Mode: FULL" in plan
+    assert "== Physical Plan ==" in plan
+    created = (
+        spark.sql("EXPLAIN CREATE MATERIALIZED VIEW w AS SELECT id FROM sales").collect()[0].plan
+    )
+    assert "== Create Plan ==" in created
+    assert spark.sql("SHOW MATERIALIZED VIEWS LIKE 'w'").count() == 0
