@@ -294,37 +294,28 @@ def test_interactive_splits_statements_across_lines() -> None:
 
 
 def test_split_statements() -> None:
-    """Comments stay with the statement they precede; quoted ';' are not statement ends."""
+    """Leading comments are dropped, later ones kept; quoted ';' are not statement ends."""
     text = "-- c; x\nSELECT 'a;b' AS s; /* d; e */ SELECT `x;y` FROM t -- f; g\n;\n-- end; z\n"
     assert split_statements(text) == [
-        "-- c; x\nSELECT 'a;b' AS s",
-        "/* d; e */ SELECT `x;y` FROM t -- f; g",
+        "SELECT 'a;b' AS s",
+        "SELECT `x;y` FROM t -- f; g",
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="split_statements keeps a segment that is only /* */")
 def test_split_statements_drops_block_comment_only_segments() -> None:
-    # `sparkmv sql -e "SELECT 1 AS one; /* trailing comment */"` exits 1 with PARSE_SYNTAX_ERROR.
     assert split_statements("SELECT 1 AS one; /* trailing comment */") == ["SELECT 1 AS one"]
 
 
-# Known bugs of Shell.interactive (it cuts the input at the last ';' of a line, quote- and
-# comment-blind, and strips what follows). Remove a marker when its bug is fixed.
-@pytest.mark.xfail(
-    strict=True, reason="interactive: ';' inside a string literal ends the statement"
-)
 def test_interactive_semicolon_in_string() -> None:
     text = "INSERT INTO t\n  VALUES (1, 'x;y'),\n  (2, 'z');\n"
     assert _interactive_statements(text) == ["INSERT INTO t\n  VALUES (1, 'x;y'),\n  (2, 'z')"]
 
 
-@pytest.mark.xfail(strict=True, reason="interactive: a ';' in a -- comment leaks text onward")
 def test_interactive_semicolon_in_comment() -> None:
     text = "SELECT 1; -- done; really\nSELECT 2;\n"
     assert _interactive_statements(text) == ["SELECT 1", "SELECT 2"]
 
 
-@pytest.mark.xfail(strict=True, reason="interactive: text after ';' is glued to the next line")
 def test_interactive_statement_continued_after_semicolon() -> None:
     text = "SELECT 1; SELECT a\nFROM VALUES (2) AS v(a);\n"
     assert _interactive_statements(text) == ["SELECT 1", "SELECT a\nFROM VALUES (2) AS v(a)"]

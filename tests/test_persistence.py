@@ -41,9 +41,8 @@ def described(view):
     return {row.col_name: row.data_type for row in info if row.col_name}
 
 
-def query_rows(view):
+def query_rows(info):
     """The view's query run afresh in its database (the correctness oracle)."""
-    info = described(view)
     spark.catalog.setCurrentDatabase(info["Query Database"])
     return [list(row) for row in spark.sql(info["Query"]).collect()]
 
@@ -62,7 +61,7 @@ elif phase == "B":
     result["view"] = rows("SELECT * FROM mv")
     result["columns"] = spark.table("mv").columns
     result["describe"] = described("mv")
-    result["query"] = query_rows("mv")
+    result["query"] = query_rows(result["describe"])
 elif phase == "C":
     result["show"] = rows("SHOW MATERIALIZED VIEWS")
     result["view"] = rows("SELECT * FROM mv")
@@ -92,6 +91,7 @@ def run_phase(phase: str, script: Path, warehouse: Path, cwd: Path) -> dict[str,
     assert completed.returncode == 0, f"phase {phase} exited {completed.returncode}\n{output}"
     marked = [line for line in completed.stdout.splitlines() if line.startswith(RESULT_MARK)]
     assert len(marked) == 1, f"phase {phase} printed no result\n{output}"
+    assert "Traceback" not in completed.stderr, output
     result: dict[str, Any] = json.loads(marked[0][len(RESULT_MARK) :])
     result["_output"] = output
     return result
@@ -127,6 +127,8 @@ def test_view_survives_restarts(tmp_path: Path) -> None:
     assert described["Last Refresh Mode"] == "FULL", out
     assert described["Row Count"] == "5", out
     assert described["Base Tables"] == "default.t", out
+    storage = Path(described["Storage"].removeprefix("file:"))
+    assert storage.is_relative_to(warehouse.resolve()) and storage.exists(), out
 
     # C: the refreshed contents and counters are still there; DROP works.
     c = run_phase("C", script, warehouse, cwd)
@@ -137,6 +139,7 @@ def test_view_survives_restarts(tmp_path: Path) -> None:
         assert c["describe"][key] == described[key], f"{key}\n{out}"
     assert c["show_after_drop"] == [], out
     assert c["tables_after_drop"] == ["t"], out
+    assert not storage.exists(), out  # DROP removes the view's data too
     assert bag(c["base_table"]) == bag(
         [[1, "a"], [2, "b"], [2, "b"], [-1, "neg"], [3, "c"], [0, "zero"], [1, "a"]]
     ), out

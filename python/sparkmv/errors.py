@@ -78,7 +78,8 @@ class ErrorClass(Enum):
     MATERIALIZED_VIEW_NOT_INCREMENTAL = ErrorSpec(
         "0A000",
         "Materialized view {name} cannot be maintained incrementally: {reason}. "
-        "Use REFRESH FULL, or REFRESH AUTO to let sparkmv fall back to a full refresh.",
+        "Refresh it with REFRESH MATERIALIZED VIEW {name} [FULL], and use the refresh policy "
+        "AUTO (the default) or FULL for it.",
     )
     MATERIALIZED_VIEW_UNSUPPORTED_FEATURE = ErrorSpec(
         "0A000",

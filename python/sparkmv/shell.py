@@ -17,34 +17,35 @@ CONTINUATION = "       > "
 
 def split_statements(text: str) -> list[str]:
     """Split on top-level ``;``, aware of quotes, back-quotes and comments."""
+    complete, rest = scan_statements(text)
+    return complete + scan_statements(rest + ";")[0]
+
+
+def scan_statements(text: str) -> tuple[list[str], str]:
+    """The ``;``-terminated statements of ``text`` and the raw text after the last one.
+
+    A statement starts at its first character of code (leading comments dropped); pieces
+    holding only whitespace and comments are dropped.
+    """
     statements: list[str] = []
-    current: list[str] = []
-    i, n = 0, len(text)
+    start, i, n = 0, 0, len(text)
+    code_start: int | None = None
     while i < n:
-        c = text[i]
-        if c in "'\"`":
-            end = _closing_quote(text, i)
-            current.append(text[i:end])
-            i = end
-        elif text.startswith("--", i):
+        if text.startswith("--", i):
             end = text.find("\n", i)
-            end = n if end < 0 else end
-            current.append(text[i:end])
-            i = end
+            i = n if end < 0 else end
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            current.append(text[i:end])
-            i = end
-        elif c == ";":
-            statements.append("".join(current))
-            current = []
-            i += 1
+            i = n if end < 0 else end + 2
+        elif text[i] == ";":
+            if code_start is not None:
+                statements.append(text[code_start:i].strip())
+            start, i, code_start = i + 1, i + 1, None
         else:
-            current.append(c)
-            i += 1
-    statements.append("".join(current))
-    return [s.strip() for s in statements if _has_code(s)]
+            if code_start is None and not text[i].isspace():
+                code_start = i
+            i = _closing_quote(text, i) if text[i] in "'\"`" else i + 1
+    return statements, text[start:]
 
 
 def _closing_quote(text: str, start: int) -> int:
@@ -57,11 +58,6 @@ def _closing_quote(text: str, start: int) -> int:
         else:
             i += 1
     return len(text)
-
-
-def _has_code(statement: str) -> bool:
-    lines = [line.split("--", 1)[0].strip() for line in statement.splitlines()]
-    return any(lines)
 
 
 def format_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
@@ -144,18 +140,14 @@ class Shell:
         """Read statements ending in ``;`` until EOF or ``exit;``/``quit;``."""
         buffer = ""
         while True:
-            self.out.write(CONTINUATION if buffer else PROMPT)
+            self.out.write(CONTINUATION if buffer.strip() else PROMPT)
             self.out.flush()
             line = stdin.readline()
             if not line:
                 print(file=self.out)
                 return 0
-            buffer += line
-            if ";" not in line:
-                continue
-            *complete, rest = (buffer + "\n").rsplit(";", 1)
-            buffer = rest.strip()
-            for statement in split_statements(complete[0] if complete else ""):
+            complete, buffer = scan_statements(buffer + line)
+            for statement in complete:
                 if statement.lower() in ("exit", "quit"):
                     return 0
                 self.run(statement)

@@ -18,7 +18,7 @@ SELECT * FROM sales_by_region ORDER BY region NULLS FIRST;
 CREATE MATERIALIZED VIEW north_sales COMMENT 'sales in the north' AS
   SELECT id, amount FROM sales WHERE region = 'north';
 SELECT * FROM north_sales;
-DESCRIBE MATERIALIZED VIEW north_sales;
+DESCRIBE MATERIALIZED VIEW EXTENDED north_sales;
 
 -- Policy FULL, trigger ON DEMAND.
 CREATE MATERIALIZED VIEW big_sales REFRESH FULL ON DEMAND AS

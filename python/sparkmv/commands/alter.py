@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sparkmv.analyze.maintainability import analyze_maintainability
-from sparkmv.analyze.query import current_database, parse_query, query_dataframe
+from sparkmv.analyze.query import current_database, parse_query
 from sparkmv.apply import snapshot
 from sparkmv.catalog import properties as keys
 from sparkmv.commands import create
@@ -34,26 +36,32 @@ def run_set_refresh(context: CommandContext, statement: AlterRefreshStatement) -
 
 
 def run_as_query(context: CommandContext, statement: AlterQueryStatement) -> Rows:
-    """Replace the definition: like CREATE OR REPLACE, keeping comment, properties, policy.
+    """Replace the definition, keeping comment, properties, policy, counters, creation time.
 
     Column names come from the new query; column comments are kept for names that remain.
+    Counts as a full refresh in the view's counters.
     """
     name = context.catalog.resolve(statement.name)
     view = context.catalog.get(name)
-    table = context.spark.catalog.getTable(name.quoted)
     comments = {
         column.name.lower(): column.description
         for column in context.spark.catalog.listColumns(name.quoted)
     }
-    new_columns = query_dataframe(context.spark, statement.query, view.query_database).columns
     replacement = CreateStatement(
         name=name,
         query=statement.query,
         or_replace=True,
-        columns=tuple(ColumnSpec(column, comments.get(column.lower())) for column in new_columns),
-        comment=table.description,
+        comment=context.spark.catalog.getTable(name.quoted).description,
         properties=keys.user_properties(context.catalog.properties(name) or {}),
         refresh=RefreshClause(view.policy, view.trigger),
     )
     with current_database(context.spark, view.query_database):
-        return create.run(context, replacement)
+        plan = create.plan_create(context, replacement)
+    assert plan is not None  # OR REPLACE always plans
+    columns = tuple(
+        ColumnSpec(column.name, comments.get(column.name.lower()))
+        for column in plan.definition.columns
+    )
+    plan = replace(plan, definition=replace(plan.definition, columns=columns))
+    create.execute_create(context, plan, history=view, reason="definition changed by ALTER ... AS")
+    return []

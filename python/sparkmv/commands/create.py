@@ -1,9 +1,17 @@
-"""CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name ... AS query"""
+"""CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name ... AS query
+
+``plan_create`` makes every check without side effects (EXPLAIN CREATE shows its result);
+``execute_create`` materializes the first snapshot and creates the catalog view over it.
+"""
 
 from __future__ import annotations
 
-from sparkmv.analyze.maintainability import analyze_maintainability
-from sparkmv.analyze.query import parse_query, query_dataframe
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+
+from sparkmv.analyze.maintainability import Maintainability, analyze_maintainability
+from sparkmv.analyze.query import ParsedQuery, parse_query, query_dataframe
 from sparkmv.apply import snapshot
 from sparkmv.apply.materialize import (
     ViewDefinition,
@@ -21,68 +29,122 @@ from sparkmv.parse.statements import (
     CreateStatement,
     RefreshPolicy,
     RefreshTrigger,
+    TableName,
 )
 from sparkmv.plan.refresh_plan import check_policy
 
 RESULT_SCHEMA = ""
+INITIAL_REASON = "initial materialization"
+
+
+@dataclass(frozen=True)
+class CreatePlan:
+    """A checked CREATE: what will be materialized, and what it replaces (if anything)."""
+
+    name: TableName
+    query: ParsedQuery
+    database: str  # where the query's unqualified names resolve
+    data: DataFrame
+    definition: ViewDefinition
+    policy: RefreshPolicy
+    trigger: RefreshTrigger
+    maintainability: Maintainability
+    replaces: MvMetadata | None
 
 
 def run(context: CommandContext, statement: CreateStatement) -> Rows:
+    plan = plan_create(context, statement)
+    if plan is not None:
+        execute_create(context, plan)
+    return []
+
+
+def plan_create(context: CommandContext, statement: CreateStatement) -> CreatePlan | None:
+    """Check ``statement``; None when IF NOT EXISTS finds the name taken (nothing to do)."""
     name = context.catalog.resolve(statement.name)
     check_trigger(statement.refresh.trigger)
     check_user_properties(statement.properties)
-    existing: MvMetadata | None = None
+    replaces: MvMetadata | None = None
     if context.catalog.properties(name) is not None:
         if statement.if_not_exists:
-            return []
+            return None
         if not statement.or_replace:
             raise SparkMvError(ErrorClass.MATERIALIZED_VIEW_ALREADY_EXISTS, name=name)
-        existing = context.catalog.get(name)  # refuses to replace a table or a plain view
+        replaces = context.catalog.get(name)  # refuses to replace a table or a plain view
     database = context.spark.catalog.currentDatabase()
     query = parse_query(statement.query, database)
     data = query_dataframe(context.spark, query.text, database)
     columns = view_columns(statement.columns, data.columns)
     policy = statement.refresh.policy or RefreshPolicy.AUTO
-    check_policy(name, policy, analyze_maintainability(query))
-
-    started = now_ms()
-    root = snapshot.storage_root(context.spark, name)
-    if existing is None:
-        # A crash between an earlier DROP's catalog change and its file removal leaves data.
-        snapshot.remove_path(context.spark, root)
-    path, rows = write_new_snapshot(context.spark, root, data)
-    checkpoint("create.before_commit")
-    finished = now_ms()
-    metadata = MvMetadata(
+    maintainability = analyze_maintainability(query)
+    check_policy(name, policy, maintainability)
+    return CreatePlan(
         name=name,
-        query=query.text,
-        query_database=database,
+        query=query,
+        database=database,
+        data=data,
+        definition=ViewDefinition(columns, statement.comment, statement.properties),
         policy=policy,
         trigger=statement.refresh.trigger or RefreshTrigger.ON_DEMAND,
-        base_tables=query.base_tables,
-        columns=tuple(column.name for column in columns),
+        maintainability=maintainability,
+        replaces=replaces,
+    )
+
+
+def execute_create(
+    context: CommandContext,
+    plan: CreatePlan,
+    history: MvMetadata | None = None,
+    reason: str = INITIAL_REASON,
+) -> MvMetadata:
+    """Materialize ``plan`` and create (or replace) its catalog view.
+
+    ``history`` carries creation time and counters over (ALTER ... AS); otherwise they start
+    afresh. The catalog statement is the commit point: before it, only an unreferenced
+    snapshot exists.
+    """
+    started = now_ms()
+    root = snapshot.storage_root(context.spark, plan.name)
+    if plan.replaces is None:
+        # A crash between an earlier DROP's catalog change and its file removal leaves data.
+        snapshot.remove_path(context.spark, root)
+    path, rows = write_new_snapshot(context.spark, root, plan.data)
+    checkpoint("create.before_commit")
+    finished = now_ms()
+    previous = history.stats if history is not None else RefreshStats()
+    metadata = MvMetadata(
+        name=plan.name,
+        query=plan.query.text,
+        query_database=plan.database,
+        policy=plan.policy,
+        trigger=plan.trigger,
+        base_tables=plan.query.base_tables,
+        columns=tuple(column.name for column in plan.definition.columns),
         snapshot=path,
         row_count=rows,
-        created_ms=finished,
+        created_ms=history.created_ms if history is not None else finished,
         stats=RefreshStats(
-            refreshes=1,
-            full_refreshes=1,
-            rows_inserted=rows,
+            refreshes=previous.refreshes + 1,
+            full_refreshes=previous.full_refreshes + 1,
+            incremental_refreshes=previous.incremental_refreshes,
+            rows_inserted=previous.rows_inserted + rows,
+            rows_deleted=previous.rows_deleted + (history.row_count if history else 0),
             last_mode="FULL",
-            last_reason="initial materialization",
+            last_reason=reason,
             last_refreshed_ms=finished,
             last_duration_ms=finished - started,
         ),
     )
-    definition = ViewDefinition(columns, statement.comment, statement.properties)
     try:
-        create_catalog_view(context.spark, metadata, definition, replace=existing is not None)
+        create_catalog_view(
+            context.spark, metadata, plan.definition, replace=plan.replaces is not None
+        )
     except BaseException:
         snapshot.remove_path(context.spark, path)
         raise
-    if existing is not None:
-        snapshot.remove_snapshots(context.spark, root, keep=[existing.snapshot, path])
-    return []
+    if plan.replaces is not None:
+        snapshot.remove_snapshots(context.spark, root, keep=[plan.replaces.snapshot, path])
+    return metadata
 
 
 def check_trigger(trigger: RefreshTrigger | None) -> None:

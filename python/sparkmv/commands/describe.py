@@ -22,13 +22,16 @@ def run(context: CommandContext, statement: DescribeStatement) -> Rows:
     ]
     if statement.extended:
         properties = context.catalog.properties(view.name) or {}
+        comment = context.spark.catalog.getTable(view.name.quoted).description
         rows.append(("", "", ""))
         rows.append((SECTION, "", ""))
-        rows.extend((key, value, "") for key, value in information(view, properties))
+        rows.extend((key, value, "") for key, value in information(view, properties, comment))
     return rows
 
 
-def information(view: MvMetadata, properties: dict[str, str]) -> list[tuple[str, str]]:
+def information(
+    view: MvMetadata, properties: dict[str, str], comment: str | None
+) -> list[tuple[str, str]]:
     """The key/value rows of the EXTENDED section."""
     stats = view.stats
     user = keys.user_properties(properties)
@@ -53,12 +56,11 @@ def information(view: MvMetadata, properties: dict[str, str]) -> list[tuple[str,
         ("Storage", view.snapshot),
         ("Format Version", str(view.format_version)),
     ]
-    if "comment" in properties:
-        rows.append(("Comment", properties["comment"]))
+    if comment:
+        rows.append(("Comment", comment))
     if user:
-        listed = ", ".join(f"{k}={v}" for k, v in sorted(user.items()) if k != "comment")
-        if listed:
-            rows.append(("Table Properties", f"[{listed}]"))
+        listed = ", ".join(f"{k}={v}" for k, v in sorted(user.items()))
+        rows.append(("Table Properties", f"[{listed}]"))
     return rows
 
 

@@ -6,19 +6,31 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from sparkmv.analyze.maintainability import analyze_maintainability
-from sparkmv.analyze.query import parse_query, query_dataframe
-from sparkmv.commands import refresh
+from sparkmv.analyze.query import query_dataframe
+from sparkmv.commands import create, refresh
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.parse.statements import (
+    AlterQueryStatement,
+    AlterRefreshStatement,
     CreateStatement,
+    DescribeStatement,
+    DropStatement,
     ExplainStatement,
-    RefreshPolicy,
     RefreshStatement,
+    ShowStatement,
 )
-from sparkmv.plan.refresh_plan import FULL, check_policy
+from sparkmv.plan.refresh_plan import FULL
 
 RESULT_SCHEMA = "plan STRING"
+
+STATEMENT_NAMES: dict[type, str] = {
+    DropStatement: "DROP MATERIALIZED VIEW",
+    ShowStatement: "SHOW MATERIALIZED VIEWS",
+    DescribeStatement: "DESCRIBE MATERIALIZED VIEW",
+    AlterRefreshStatement: "ALTER MATERIALIZED VIEW ... SET REFRESH",
+    AlterQueryStatement: "ALTER MATERIALIZED VIEW ... AS",
+    ExplainStatement: "EXPLAIN",
+}
 
 
 def run(context: CommandContext, statement: ExplainStatement) -> Rows:
@@ -28,7 +40,9 @@ def run(context: CommandContext, statement: ExplainStatement) -> Rows:
     elif isinstance(inner, CreateStatement):
         text = _explain_create(context, inner, statement.mode)
     else:
-        text = f"== sparkmv ==\nExecute {type(inner).__name__} on the catalog (no data is read)"
+        text = (
+            f"== sparkmv ==\nExecute {STATEMENT_NAMES[type(inner)]} (catalog only, no data is read)"
+        )
     return [(text,)]
 
 
@@ -49,23 +63,22 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
 
 
 def _explain_create(context: CommandContext, statement: CreateStatement, mode: str) -> str:
+    plan = create.plan_create(context, statement)
     name = context.catalog.resolve(statement.name)
-    database = context.spark.catalog.currentDatabase()
-    query = parse_query(statement.query, database)
-    data = query_dataframe(context.spark, query.text, database)
-    policy = statement.refresh.policy or RefreshPolicy.AUTO
-    maintainability = analyze_maintainability(query)
-    check_policy(name, policy, maintainability)
+    if plan is None:
+        return f"== Create Plan ==\nMaterialized view: {name}\n{name} exists: nothing to do"
+    maintainability = plan.maintainability
     lines = [
         "== Create Plan ==",
-        f"Materialized view: {name}",
-        f"Refresh policy: {policy.value}",
-        f"Base tables: {', '.join(query.base_tables)}",
+        f"Materialized view: {plan.name}" + (" (replacing it)" if plan.replaces else ""),
+        f"Refresh policy: {plan.policy.value}",
+        f"Refresh trigger: {plan.trigger.value}",
+        f"Base tables: {', '.join(plan.query.base_tables)}",
         f"Incremental maintenance: {'yes' if maintainability.incremental else 'no'}"
         + ("" if maintainability.incremental else f" ({maintainability.reason})"),
         "Materialize the query into the first snapshot, then create the catalog view over it.",
     ]
-    return "\n".join(lines) + "\n\n" + spark_plan(data, mode)
+    return "\n".join(lines) + "\n\n" + spark_plan(plan.data, mode)
 
 
 def spark_plan(data: DataFrame, mode: str) -> str:

@@ -94,7 +94,7 @@ def _skip_bracketed_comment(text: str, start: int) -> int:
                 return i
         else:
             i += 1
-    raise _unterminated(start, "bracketed comment", "*/")
+    raise _unterminated(text, start, "bracketed comment", "*/")
 
 
 def _read_quoted_identifier(text: str, start: int) -> tuple[str, int]:
@@ -109,7 +109,7 @@ def _read_quoted_identifier(text: str, start: int) -> tuple[str, int]:
             return "".join(parts), i + 1
         parts.append(text[i])
         i += 1
-    raise _unterminated(start, "back-quoted identifier", "`")
+    raise _unterminated(text, start, "back-quoted identifier", "a closing `")
 
 
 def _read_string(text: str, start: int) -> tuple[str, int]:
@@ -126,14 +126,15 @@ def _read_string(text: str, start: int) -> tuple[str, int]:
         else:
             parts.append(c)
             i += 1
-    raise _unterminated(start, "string literal", quote)
+    raise _unterminated(text, start, "string literal", f"a closing {quote}")
 
 
-def _unterminated(position: int, what: str, closer: str) -> SparkMvError:
+def _unterminated(text: str, position: int, what: str, closer: str) -> SparkMvError:
+    near = text[position : position + 20].strip()
     return SparkMvError(
         ErrorClass.MATERIALIZED_VIEW_PARSE_ERROR,
         position=position,
-        near="end of input",
+        near=f"'{near}'",
         detail=f"unterminated {what}",
         expected=closer,
     )

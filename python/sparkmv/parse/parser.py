@@ -40,9 +40,11 @@ from sparkmv.parse.statements import (
     ShowStatement,
     Statement,
     TableName,
+    quote_identifier,
 )
 
 SESSION_CATALOG = "spark_catalog"
+QUERY_STARTS = ("SELECT", "WITH", "VALUES", "FROM", "TABLE")
 EXPLAIN_MODES = ("EXTENDED", "FORMATTED", "CODEGEN", "COST", "LOGICAL")
 
 # SQL:2016 reserved words that Spark (ANSI mode) refuses as bare identifiers.
@@ -123,6 +125,12 @@ RESERVED_WORDS = frozenset(
 _CATALOG_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 
 
+def near_text(text: str, position: int) -> str:
+    """Up to 20 characters at ``position``, quoted, for error messages."""
+    near = text[position : position + 20].strip()
+    return f"'{near}'" if near else "end of input"
+
+
 def parse_statement(text: str) -> Statement:
     """Parse one materialized-view statement; raises ``SparkMvError`` on malformed input."""
     parser = _Parser(text)
@@ -183,11 +191,10 @@ class _Parser:
 
     def error(self, detail: str, expected: str) -> SparkMvError:
         token = self.token
-        near = self.text[token.start : token.start + 20].strip() or "end of input"
         return SparkMvError(
             ErrorClass.MATERIALIZED_VIEW_PARSE_ERROR,
             position=token.start,
-            near=repr(near),
+            near=near_text(self.text, token.start),
             detail=detail,
             expected=expected,
         )
@@ -301,6 +308,8 @@ class _Parser:
             raise SparkMvError(ErrorClass.MATERIALIZED_VIEW_DUPLICATE_CLAUSE, clause=clause)
 
     def option_error(self, right_after_name: bool) -> SparkMvError:
+        if self.token.upper in QUERY_STARTS or self.token.text == "(":
+            return self.error(f"the query starts at {self.token.describe()}", "AS before the query")
         if self.token.kind is TokenKind.WORD:
             hint = (
                 f" If {self.token.text} is part of the name, the name cannot contain spaces; "
@@ -418,7 +427,7 @@ class _Parser:
             if not _CATALOG_NAME.match(part):
                 raise SparkMvError(
                     ErrorClass.MATERIALIZED_VIEW_INVALID_IDENTIFIER,
-                    identifier=f"`{part}`",
+                    identifier=quote_identifier(part),
                     what="name for the session catalog",
                     detail="names may contain only letters, digits and underscores",
                     hint=f"Choose another name, e.g. {re.sub(r'[^A-Za-z0-9_]', '_', part)}.",
