@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sparkmv.analyze.maintainability import analyze_maintainability
-from sparkmv.analyze.query import current_database, parse_query
+from sparkmv.analyze.query import current_database
 from sparkmv.apply import snapshot
 from sparkmv.catalog import properties as keys
-from sparkmv.commands import create
+from sparkmv.commands import create, refresh
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.parse.statements import (
     AlterQueryStatement,
@@ -27,9 +26,7 @@ def run_set_refresh(context: CommandContext, statement: AlterRefreshStatement) -
     view = context.catalog.get(context.catalog.resolve(statement.name))
     create.check_trigger(statement.refresh.trigger)
     policy = statement.refresh.policy or view.policy
-    check_policy(
-        view.name, policy, analyze_maintainability(parse_query(view.query, view.query_database))
-    )
+    check_policy(view.name, policy, refresh.view_maintainability(view))
     updated = view.with_changes(policy=policy, trigger=statement.refresh.trigger or view.trigger)
     context.catalog.commit(updated, snapshot.view_text(updated.columns, updated.snapshot))
     return []

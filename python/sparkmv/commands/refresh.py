@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparkmv.analyze.maintainability import analyze_maintainability
+from sparkmv.analyze.maintainability import Maintainability, analyze_maintainability
 from sparkmv.analyze.query import parse_query, query_dataframe
 from sparkmv.apply.materialize import full_refresh, now_ms
 from sparkmv.catalog.metadata import MvMetadata
@@ -15,9 +15,12 @@ RESULT_SCHEMA = (
 )
 
 
+def view_maintainability(view: MvMetadata) -> Maintainability:
+    return analyze_maintainability(parse_query(view.query, view.query_database))
+
+
 def refresh_plan(view: MvMetadata, requested: RefreshMode | None) -> RefreshPlan:
-    query = parse_query(view.query, view.query_database)
-    return plan_refresh(view.name, view.policy, requested, analyze_maintainability(query))
+    return plan_refresh(view.name, view.policy, requested, view_maintainability(view))
 
 
 def run(context: CommandContext, statement: RefreshStatement) -> Rows:
