@@ -35,7 +35,7 @@ $(INSTALLED): python/pyproject.toml
 
 # Rebuilt only when the shim's sources change (sparkmv.jar also checks a digest of them).
 $(JAR): $(SHIM_SOURCES) | $(INSTALLED)
-	$(PY) -m sparkmv.jar
+	$(VENV)/bin/sparkmv jar
 
 clean:
 	rm -rf $(VENV) python/sparkmv/jars spark-warehouse demo-warehouse .pytest_cache .mypy_cache

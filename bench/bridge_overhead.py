@@ -50,19 +50,28 @@ def main() -> None:
         spark = sparkmv.session(warehouse, **{"spark.sql.shuffle.partitions": "2"})
         spark.sql("CREATE DATABASE bench")
         spark.sql("USE bench")
-        print(f"\n{'statement (median of %d)' % REPEATS:<34} {'sparkmv':>11} {'plain':>11} {'ratio':>7}")
-        compare(spark, "no-op DROP ... IF EXISTS", "DROP MATERIALIZED VIEW IF EXISTS nope",
-                "DROP VIEW IF EXISTS nope")
+        print(
+            f"\n{'statement (median of %d)' % REPEATS:<34} {'sparkmv':>11} {'plain':>11} {'ratio':>7}"
+        )
+        compare(
+            spark,
+            "no-op DROP ... IF EXISTS",
+            "DROP MATERIALIZED VIEW IF EXISTS nope",
+            "DROP VIEW IF EXISTS nope",
+        )
         compare(spark, "list (empty database)", "SHOW MATERIALIZED VIEWS", "SHOW TABLES")
 
         spark.sql("CREATE TABLE t USING parquet AS SELECT id, id % 10 AS k FROM range(10000)")
         spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k, COUNT(*) AS n FROM t GROUP BY k")
         compare(spark, "describe", "DESCRIBE MATERIALIZED VIEW v", "DESCRIBE TABLE v")
         refresh_ms = median_ms(lambda: spark.sql("REFRESH MATERIALIZED VIEW v").collect(), 10)
-        ctas = "CREATE OR REPLACE TABLE c USING parquet AS SELECT k, COUNT(*) AS n FROM t GROUP BY k"
-        ctas_ms = median_ms(lambda: spark.sql(ctas).collect(), 10)
-        print(f"{'full refresh vs CTAS (10k rows)':<34} {refresh_ms:8.1f} ms {ctas_ms:8.1f} ms "
-              f"{refresh_ms / ctas_ms:6.2f}x")
+        spark.sql("CREATE TABLE c (k BIGINT, n BIGINT) USING parquet")
+        overwrite = "INSERT OVERWRITE TABLE c SELECT k, COUNT(*) AS n FROM t GROUP BY k"
+        overwrite_ms = median_ms(lambda: spark.sql(overwrite).collect(), 10)
+        print(
+            f"{'full refresh vs INSERT OVERWRITE':<34} {refresh_ms:8.1f} ms "
+            f"{overwrite_ms:8.1f} ms {refresh_ms / overwrite_ms:6.2f}x"
+        )
         spark.stop()
 
 

@@ -11,7 +11,6 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -114,10 +113,3 @@ def _write_jar(classes: Path, target: Path) -> None:
         for path in sorted(classes.rglob("*.class")):
             archive.write(path, str(path.relative_to(classes)))
 
-
-if __name__ == "__main__":
-    try:
-        print(jar_path())
-    except JarBuildError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(1)

@@ -19,7 +19,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql.functions import count, lit
 
 from sparkmv.config import STORAGE_DIR_NAME
 from sparkmv.parse.statements import TableName, quote_identifier
@@ -41,17 +42,22 @@ def storage_columns(count: int) -> list[str]:
     return [f"c{i}" for i in range(count)]
 
 
-def write_snapshot(data: DataFrame, path: str) -> None:
-    """Write ``data`` (the view's visible columns, in order) as a new snapshot.
+def write_snapshot(data: DataFrame, path: str) -> int:
+    """Write ``data`` (the view's visible columns, in order) as a new snapshot; its row count.
 
-    Column metadata is dropped: Spark would otherwise persist markers such as an
-    auto-generated alias into the files and then refuse a view over them.
+    The count is observed while writing, so it costs no second job. Column metadata is
+    dropped: Spark would otherwise persist markers such as an auto-generated alias into the
+    files and then refuse a view over them.
     """
     columns = [
         data[index].alias(stored, metadata={})
         for index, stored in enumerate(storage_columns(len(data.columns)))
     ]
-    data.select(*columns).write.mode("errorifexists").parquet(path)
+    rows = Observation("sparkmv_snapshot")
+    data.select(*columns).observe(rows, count(lit(1)).alias("rows")).write.mode(
+        "errorifexists"
+    ).parquet(path)
+    return int(rows.get["rows"])
 
 
 def view_text(columns: Sequence[str], snapshot: str) -> str:

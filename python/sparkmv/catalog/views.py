@@ -8,15 +8,36 @@ lists it once, and plain Spark without the extension can still read it.
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
+from pyspark.sql.types import StructType
 
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import CATALOG_BRIDGE_CLASS
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.parse.statements import TableName
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One table or view of the catalog, as one metastore lookup returns it."""
+
+    table_type: str  # VIEW, MANAGED or EXTERNAL
+    properties: dict[str, str]
+    schema: StructType
+    comment: str | None
+
+    @property
+    def is_materialized_view(self) -> bool:
+        return keys.FORMAT in self.properties
+
+    def column_comments(self) -> dict[str, str | None]:
+        """Column comment by lower-cased column name."""
+        return {f.name.lower(): f.metadata.get("comment") for f in self.schema.fields}
 
 
 class ViewCatalog:
@@ -35,34 +56,47 @@ class ViewCatalog:
         database = name.database or self.spark.catalog.currentDatabase()
         return TableName(name.name.lower(), database.lower())
 
-    def properties(self, name: TableName) -> dict[str, str] | None:
-        """Properties of the table or view ``name`` (resolved), or None if it does not exist."""
-        found = self._bridge.properties(self._session, name.database, name.name)
-        return None if found is None else dict(found)
-
-    def find(self, name: TableName) -> MvMetadata | None:
-        """The materialized view ``name`` (resolved), None if nothing has that name.
-
-        Raises NOT_A_MATERIALIZED_VIEW when a table or plain view has the name.
-        """
-        found = self.properties(name)
+    def entry(self, name: TableName) -> CatalogEntry | None:
+        """The table or view ``name`` (resolved), or None if it does not exist."""
+        found = self._bridge.table(self._session, name.database, name.name)
         if found is None:
             return None
-        if keys.FORMAT not in found:
+        return CatalogEntry(
+            table_type=str(found.tableType()),
+            properties=dict(found.properties()),
+            schema=StructType.fromJson(json.loads(found.schemaJson())),
+            comment=found.comment(),
+        )
+
+    def find_entry(self, name: TableName) -> CatalogEntry | None:
+        """The materialized view ``name`` (resolved) as a catalog entry; None if nothing has
+        that name. Raises NOT_A_MATERIALIZED_VIEW when a table or plain view has it."""
+        found = self.entry(name)
+        if found is not None and not found.is_materialized_view:
+            kind = "view" if found.table_type == "VIEW" else "table"
             raise SparkMvError(
                 ErrorClass.NOT_A_MATERIALIZED_VIEW,
                 name=name,
-                kind="table or view",
-                hint="use the statements for tables and views on it, or pick another name.",
+                kind=kind,
+                hint=f"use the statements for {kind}s on it, or pick another name.",
             )
-        return MvMetadata.from_properties(name, found)
+        return found
 
-    def get(self, name: TableName) -> MvMetadata:
-        """The materialized view ``name`` (resolved); raises MATERIALIZED_VIEW_NOT_FOUND."""
-        found = self.find(name)
+    def get_entry(self, name: TableName) -> CatalogEntry:
+        """Like ``find_entry``; raises MATERIALIZED_VIEW_NOT_FOUND when nothing has the name."""
+        found = self.find_entry(name)
         if found is None:
             raise SparkMvError(ErrorClass.MATERIALIZED_VIEW_NOT_FOUND, name=name)
         return found
+
+    def find(self, name: TableName) -> MvMetadata | None:
+        """The materialized view ``name`` (resolved), None if nothing has that name."""
+        found = self.find_entry(name)
+        return None if found is None else MvMetadata.from_properties(name, found.properties)
+
+    def get(self, name: TableName) -> MvMetadata:
+        """The materialized view ``name`` (resolved); raises MATERIALIZED_VIEW_NOT_FOUND."""
+        return MvMetadata.from_properties(name, self.get_entry(name).properties)
 
     def list(self, database: str) -> list[MvMetadata]:
         """Every materialized view of ``database``, by name."""

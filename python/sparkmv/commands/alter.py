@@ -7,6 +7,7 @@ from dataclasses import replace
 from sparkmv.analyze.query import current_database
 from sparkmv.apply import snapshot
 from sparkmv.catalog import properties as keys
+from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands import create, refresh
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.parse.statements import (
@@ -39,17 +40,15 @@ def run_as_query(context: CommandContext, statement: AlterQueryStatement) -> Row
     Counts as a full refresh in the view's counters.
     """
     name = context.catalog.resolve(statement.name)
-    view = context.catalog.get(name)
-    comments = {
-        column.name.lower(): column.description
-        for column in context.spark.catalog.listColumns(name.quoted)
-    }
+    entry = context.catalog.get_entry(name)
+    view = MvMetadata.from_properties(name, entry.properties)
+    comments = entry.column_comments()
     replacement = CreateStatement(
         name=name,
         query=statement.query,
         or_replace=True,
-        comment=context.spark.catalog.getTable(name.quoted).description,
-        properties=keys.user_properties(context.catalog.properties(name) or {}),
+        comment=entry.comment,
+        properties=keys.user_properties(entry.properties),
         refresh=RefreshClause(view.policy, view.trigger),
     )
     with current_database(context.spark, view.query_database):

@@ -65,7 +65,7 @@ def plan_create(context: CommandContext, statement: CreateStatement) -> CreatePl
     check_trigger(statement.refresh.trigger)
     check_user_properties(statement.properties)
     replaces: MvMetadata | None = None
-    if context.catalog.properties(name) is not None:
+    if context.catalog.entry(name) is not None:
         if statement.if_not_exists:
             return None
         if not statement.or_replace:

@@ -14,18 +14,19 @@ SECTION = "# Materialized View Information"
 
 
 def run(context: CommandContext, statement: DescribeStatement) -> Rows:
-    view = context.catalog.get(context.catalog.resolve(statement.name))
-    schema = context.spark.table(view.name.quoted).schema
+    name = context.catalog.resolve(statement.name)
+    entry = context.catalog.get_entry(name)
     rows: Rows = [
         (field.name, field.dataType.simpleString(), field.metadata.get("comment"))
-        for field in schema.fields
+        for field in entry.schema.fields
     ]
     if statement.extended:
-        properties = context.catalog.properties(view.name) or {}
-        comment = context.spark.catalog.getTable(view.name.quoted).description
+        view = MvMetadata.from_properties(name, entry.properties)
         rows.append(("", "", ""))
         rows.append((SECTION, "", ""))
-        rows.extend((key, value, "") for key, value in information(view, properties, comment))
+        rows.extend(
+            (key, value, "") for key, value in information(view, entry.properties, entry.comment)
+        )
     return rows
 
 

@@ -3,6 +3,7 @@ package io.sparkmv.catalog
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.catalyst.TableIdentifier
+import org.apache.spark.sql.catalyst.analysis.{NoSuchNamespaceException, NoSuchTableException}
 import org.apache.spark.sql.catalyst.catalog.CatalogTable
 import org.apache.spark.sql.classic.SparkSession
 
@@ -12,12 +13,23 @@ import org.apache.spark.sql.classic.SparkSession
  */
 object CatalogBridge {
 
-  /** Properties of `db.name`, or null when no such table or view exists. */
-  def properties(spark: SparkSession, db: String, name: String): java.util.Map[String, String] = {
-    val ident = TableIdentifier(name, Some(db))
-    val catalog = spark.sessionState.catalog
-    if (!catalog.tableExists(ident)) null
-    else catalog.getTableMetadata(ident).properties.asJava
+  /** What Python needs of one catalog entry, from a single metastore lookup. */
+  case class TableInfo(
+      tableType: String,
+      properties: java.util.Map[String, String],
+      schemaJson: String,
+      comment: String)
+
+  /** The table or view `db.name`, or null when it does not exist. */
+  def table(spark: SparkSession, db: String, name: String): TableInfo = {
+    val table =
+      try spark.sessionState.catalog.getTableMetadata(TableIdentifier(name, Some(db)))
+      catch { case _: NoSuchTableException | _: NoSuchNamespaceException => return null }
+    TableInfo(
+      table.tableType.name,
+      table.properties.asJava,
+      table.schema.json,
+      table.comment.orNull)
   }
 
   /** Properties of every table and view of `db` that has property `key`, by name. */
