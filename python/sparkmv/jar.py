@@ -112,4 +112,3 @@ def _write_jar(classes: Path, target: Path) -> None:
         archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: sparkmv\n")
         for path in sorted(classes.rglob("*.class")):
             archive.write(path, str(path.relative_to(classes)))
-

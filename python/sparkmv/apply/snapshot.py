@@ -17,12 +17,12 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.functions import count, lit
 
 from sparkmv.config import STORAGE_DIR_NAME
+from sparkmv.fs import list_names, qualified, remove
 from sparkmv.parse.statements import TableName, quote_identifier
 
 SNAPSHOT_PREFIX = "snapshot-"
@@ -71,13 +71,9 @@ def view_text(columns: Sequence[str], snapshot: str) -> str:
 
 def list_snapshots(spark: SparkSession, root: str) -> list[str]:
     """Qualified paths of the snapshot directories under ``root``."""
-    fs, root_path = _filesystem(spark, root)
-    if not fs.exists(root_path):
-        return []
+    base = qualified(spark, root).rstrip("/")
     return [
-        str(status.getPath().toString())
-        for status in fs.listStatus(root_path)
-        if status.getPath().getName().startswith(SNAPSHOT_PREFIX)
+        f"{base}/{name}" for name in list_names(spark, root) if name.startswith(SNAPSHOT_PREFIX)
     ]
 
 
@@ -91,18 +87,4 @@ def remove_snapshots(spark: SparkSession, root: str, keep: Iterable[str]) -> Non
 
 def remove_path(spark: SparkSession, path: str) -> None:
     """Delete ``path`` (a snapshot or a view's whole storage root) recursively, if present."""
-    fs, hadoop_path = _filesystem(spark, path)
-    fs.delete(hadoop_path, True)
-
-
-def _filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
-    jvm: Any = spark._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    fs = hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration())
-    return fs, hadoop_path
-
-
-def qualified(spark: SparkSession, path: str) -> str:
-    """``path`` with its file-system scheme, as Hadoop lists it."""
-    fs, hadoop_path = _filesystem(spark, path)
-    return str(fs.makeQualified(hadoop_path).toString())
+    remove(spark, path)

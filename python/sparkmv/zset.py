@@ -1,0 +1,40 @@
+"""Z-sets as DataFrames (DESIGN §4): a relation's columns plus an integer weight.
+
+A positive weight is that many inserted copies of the row, a negative one that many deleted
+copies; this is Blakeley's multiplicity counter kept as data. The union of two deltas is
+``UNION ALL``; consolidation groups by every column, sums the weights and drops zeros, so a
+row inserted and deleted within one range disappears while duplicates keep their count.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+WEIGHT = "__sparkmv_weight"
+"""The weight column of every Z-set DataFrame."""
+
+
+def weighted(rows: DataFrame, weight: int) -> DataFrame:
+    """``rows`` as a Z-set in which every row has ``weight``."""
+    return rows.withColumn(WEIGHT, F.lit(weight).cast("long"))
+
+
+def consolidate(zset: DataFrame) -> DataFrame:
+    """Group equal rows, sum their weights, drop rows whose weight sums to zero.
+
+    >>> # consolidate({(a, +1), (a, +1), (b, +1), (b, -1)}) == {(a, +2)}
+    """
+    columns = [name for name in zset.columns if name != WEIGHT]
+    summed = zset.groupBy(*columns).agg(F.sum(WEIGHT).alias(WEIGHT))
+    return summed.where(F.col(WEIGHT) != 0)
+
+
+def positive_part(zset: DataFrame) -> DataFrame:
+    """The inserted rows of a consolidated Z-set (ΔR⁺), as a Z-set."""
+    return zset.where(F.col(WEIGHT) > 0)
+
+
+def negative_part(zset: DataFrame) -> DataFrame:
+    """The deleted rows of a consolidated Z-set (ΔR⁻), with positive weights."""
+    return zset.where(F.col(WEIGHT) < 0).withColumn(WEIGHT, -F.col(WEIGHT))

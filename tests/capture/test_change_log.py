@@ -1,0 +1,115 @@
+"""The change log: net changes between any two versions equal the difference of snapshots.
+
+For every pair of versions a < b: ``net_changes(a, b)`` is the Z-set ``T_b − T_a`` of the
+table's states, i.e. ``T_b EXCEPT ALL T_a`` with weight +count and ``T_a EXCEPT ALL T_b``
+with weight −count (Hanson §2.2 net changes).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import SparkSession
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from sparkmv.capture.change_log import ChangeLog, ConcurrentCommitError
+from sparkmv.capture.source import ChangeRangeError
+from sparkmv.zset import WEIGHT
+
+SCHEMA = StructType([StructField("k", IntegerType()), StructField("v", StringType())])
+Row = tuple[int | None, str | None]
+
+rows = st.lists(
+    st.tuples(st.one_of(st.none(), st.integers(0, 3)), st.sampled_from([None, "a", "b"])),
+    max_size=5,
+)
+
+
+def as_counter(spark: SparkSession, log: ChangeLog, start: int, end: int) -> Counter[Row]:
+    changes = log.net_changes(start, end).collect()
+    return Counter({(r.k, r.v): int(r[WEIGHT]) for r in changes})
+
+
+def z_difference(new: Counter[Row], old: Counter[Row]) -> Counter[Row]:
+    """``new − old`` as a Z-set: positive for rows gained, negative for rows lost."""
+    keys = set(new) | set(old)
+    return Counter({key: new[key] - old[key] for key in keys if new[key] != old[key]})
+
+
+@settings(
+    max_examples=8,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(writes=st.lists(st.tuples(rows, st.lists(st.integers(0, 10), max_size=3)), max_size=4))
+def test_net_changes_equal_snapshot_difference(
+    spark: SparkSession, tmp_path: Path, writes: list[tuple[list[Row], list[int]]]
+) -> None:
+    """Random writes, each inserting rows (duplicates, NULLs) and deleting existing ones."""
+    log = ChangeLog(spark, str(tmp_path / f"log{len(list(tmp_path.iterdir()))}"), SCHEMA, "")
+    states: list[Counter[Row]] = [Counter()]
+    for inserted, delete_picks in writes:
+        current = list(states[-1].elements())
+        deleted = [current[i % len(current)] for i in delete_picks] if current else []
+        deleted = list((Counter(deleted) & states[-1]).elements())  # only rows that exist
+        log.commit(
+            "WRITE",
+            inserted_rows=spark.createDataFrame(inserted, SCHEMA),
+            deleted_rows=spark.createDataFrame(deleted, SCHEMA),
+        )
+        states.append(states[-1] - Counter(deleted) + Counter(inserted))
+    assert log.current_version() == len(writes)
+    for start in range(len(states)):
+        for end in range(start, len(states)):
+            expected = z_difference(states[end], states[start])
+            assert as_counter(spark, log, start, end) == expected, (start, end)
+
+
+def test_appended_files_of_a_partitioned_table_are_read_with_their_partition_values(
+    spark: SparkSession, db: str
+) -> None:
+    spark.sql("CREATE TABLE p (v STRING, k INT) USING parquet PARTITIONED BY (k)")
+    location = spark.sql("DESCRIBE TABLE EXTENDED p").where("col_name = 'Location'").first()
+    assert location is not None
+    root = location.data_type
+    spark.sql("INSERT INTO p VALUES ('x', 1), ('y', 2)")
+    before = set(spark.table("p").inputFiles())
+    spark.sql("INSERT INTO p VALUES ('z', 2), ('y', 2)")
+    added = sorted(set(spark.table("p").inputFiles()) - before)
+    schema = spark.table("p").schema
+    log = ChangeLog(spark, f"{root}_log", schema, root)
+    log.commit("INSERT", inserted_files=added)
+    changes = {(r.v, r.k): r[WEIGHT] for r in log.net_changes(0, 1).collect()}
+    assert changes == {("z", 2): 1, ("y", 2): 1}
+
+
+def test_ranges_outside_the_log_and_compaction(spark: SparkSession, tmp_path: Path) -> None:
+    log = ChangeLog(spark, str(tmp_path / "log"), SCHEMA, "")
+    assert log.current_version() == 0
+    assert log.net_changes(0, 0).count() == 0
+    for value in ("a", "b", "c"):
+        log.commit("INSERT", inserted_rows=spark.createDataFrame([(1, value)], SCHEMA))
+    with pytest.raises(ChangeRangeError):
+        log.net_changes(0, 4)
+    log.compact(through=2)
+    assert log.earliest_readable() == 2
+    assert log.current_version() == 3
+    with pytest.raises(ChangeRangeError):
+        log.net_changes(1, 3)
+    assert as_counter(spark, log, 2, 3) == Counter({(1, "c"): 1})
+    assert log.commit("DELETE", deleted_rows=spark.createDataFrame([(1, "a")], SCHEMA)).version == 4
+
+
+def test_a_version_published_meanwhile_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    first = ChangeLog(spark, str(tmp_path / "log"), SCHEMA, "")
+    second = ChangeLog(spark, str(tmp_path / "log"), SCHEMA, "")
+    version = first.current_version() + 1
+    first.commit("INSERT", inserted_rows=spark.createDataFrame([(1, "a")], SCHEMA))
+    second.current_version = lambda: version - 1  # type: ignore[method-assign]
+    with pytest.raises(ConcurrentCommitError):
+        second.commit("INSERT", inserted_rows=spark.createDataFrame([(2, "b")], SCHEMA))
+    assert as_counter(spark, first, 0, 1) == Counter({(1, "a"): 1})
+    assert len(list((tmp_path / "log" / "rows").iterdir())) == 1  # the loser's rows are gone
