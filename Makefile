@@ -6,13 +6,17 @@ INSTALLED := $(VENV)/.installed
 JAR := python/sparkmv/jars/sparkmv-shim.jar
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-python test-golden golden lint jar bench clean
+.PHONY: demo test test-full golden lint jar bench clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
 
 test: $(INSTALLED) $(JAR)
 	$(PY) -m pytest
+
+# The randomized suites at full size (20x the examples, unseeded).
+test-full: $(INSTALLED) $(JAR)
+	SPARKMV_FULL_TESTS=1 $(PY) -m pytest
 
 # Regenerate sql-tests/results/*.sql.out (review the diff before committing).
 golden: $(INSTALLED) $(JAR)

@@ -15,10 +15,27 @@ from pathlib import Path
 
 import pytest
 import sparkmv
+from hypothesis import HealthCheck, settings
 from pyspark.sql import DataFrame, SparkSession
 
 REPO = Path(__file__).resolve().parents[1]
 _databases = itertools.count()
+
+# `make test` runs a seeded sample of every randomized test; `make test-full` a large one.
+FULL_RUN = os.environ.get("SPARKMV_FULL_TESTS") == "1"
+settings.register_profile(
+    "sparkmv",
+    derandomize=not FULL_RUN,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+settings.load_profile("sparkmv")
+
+
+def spark_examples(sample: int) -> int:
+    """Examples for a randomized test that runs Spark jobs: ``sample`` in `make test`."""
+    return sample * 20 if FULL_RUN else sample
 
 
 @pytest.fixture(scope="session")

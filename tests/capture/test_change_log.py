@@ -11,7 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from conftest import spark_examples
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
@@ -39,11 +40,7 @@ def z_difference(new: Counter[Row], old: Counter[Row]) -> Counter[Row]:
     return Counter({key: new[key] - old[key] for key in keys if new[key] != old[key]})
 
 
-@settings(
-    max_examples=8,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@settings(max_examples=spark_examples(6))
 @given(writes=st.lists(st.tuples(rows, st.lists(st.integers(0, 10), max_size=3)), max_size=4))
 def test_net_changes_equal_snapshot_difference(
     spark: SparkSession, tmp_path: Path, writes: list[tuple[list[Row], list[int]]]
