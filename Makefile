@@ -11,7 +11,7 @@ SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
 
-test: $(INSTALLED) $(JAR)
+test: lint $(JAR)
 	$(PY) -m pytest
 
 # The randomized suites at full size (20x the examples, unseeded).

@@ -13,9 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
 import sparkmv
+from pyspark.sql import SparkSession
 from sparkmv import jar
 
 REPEATS = 30
@@ -34,7 +33,7 @@ def median_ms(action: Callable[[], object], repeats: int = REPEATS) -> float:
 def jar_build_seconds() -> float:
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
-        jar._build(Path(tmp) / "bench.jar")  # noqa: SLF001 - timing the real build step
+        jar._build(Path(tmp) / "bench.jar")  # timing the real build step
         return time.perf_counter() - started
 
 
@@ -50,9 +49,8 @@ def main() -> None:
         spark = sparkmv.session(warehouse, **{"spark.sql.shuffle.partitions": "2"})
         spark.sql("CREATE DATABASE bench")
         spark.sql("USE bench")
-        print(
-            f"\n{'statement (median of %d)' % REPEATS:<34} {'sparkmv':>11} {'plain':>11} {'ratio':>7}"
-        )
+        header = f"statement (median of {REPEATS})"
+        print(f"\n{header:<34} {'sparkmv':>11} {'plain':>11} {'ratio':>7}")
         compare(
             spark,
             "no-op DROP ... IF EXISTS",
