@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.apply import snapshot
-from sparkmv.catalog.metadata import MvMetadata, RefreshStats
+from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import ColumnSpec, quote_identifier
@@ -81,21 +81,10 @@ def full_refresh(
     path, rows = write_new_snapshot(spark, root, data)
     checkpoint("refresh.before_commit")
     finished = now_ms()
-    stats = view.stats
     updated = view.with_changes(
         snapshot=path,
         row_count=rows,
-        stats=RefreshStats(
-            refreshes=stats.refreshes + 1,
-            full_refreshes=stats.full_refreshes + 1,
-            incremental_refreshes=stats.incremental_refreshes,
-            rows_inserted=stats.rows_inserted + rows,
-            rows_deleted=stats.rows_deleted + view.row_count,
-            last_mode="FULL",
-            last_reason=reason,
-            last_refreshed_ms=finished,
-            last_duration_ms=finished - started_ms,
-        ),
+        stats=view.stats.after_full_refresh(rows, view.row_count, reason, started_ms, finished),
     )
     try:
         catalog.commit(updated, snapshot.view_text(updated.columns, path))

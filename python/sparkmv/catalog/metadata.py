@@ -25,6 +25,22 @@ class RefreshStats:
     last_refreshed_ms: int = 0
     last_duration_ms: int = 0
 
+    def after_full_refresh(
+        self, rows_written: int, rows_replaced: int, reason: str, started_ms: int, finished_ms: int
+    ) -> RefreshStats:
+        """The counters once a full refresh replaced ``rows_replaced`` rows by ``rows_written``."""
+        return RefreshStats(
+            refreshes=self.refreshes + 1,
+            full_refreshes=self.full_refreshes + 1,
+            incremental_refreshes=self.incremental_refreshes,
+            rows_inserted=self.rows_inserted + rows_written,
+            rows_deleted=self.rows_deleted + rows_replaced,
+            last_mode="FULL",
+            last_reason=reason,
+            last_refreshed_ms=finished_ms,
+            last_duration_ms=finished_ms - started_ms,
+        )
+
 
 @dataclass(frozen=True)
 class MvMetadata:

@@ -123,16 +123,8 @@ def execute_create(
         snapshot=path,
         row_count=rows,
         created_ms=history.created_ms if history is not None else finished,
-        stats=RefreshStats(
-            refreshes=previous.refreshes + 1,
-            full_refreshes=previous.full_refreshes + 1,
-            incremental_refreshes=previous.incremental_refreshes,
-            rows_inserted=previous.rows_inserted + rows,
-            rows_deleted=previous.rows_deleted + (history.row_count if history else 0),
-            last_mode="FULL",
-            last_reason=reason,
-            last_refreshed_ms=finished,
-            last_duration_ms=finished - started,
+        stats=previous.after_full_refresh(
+            rows, history.row_count if history else 0, reason, started, finished
         ),
     )
     try:
