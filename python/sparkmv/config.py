@@ -15,6 +15,8 @@ DEFAULT_WAREHOUSE_DIR = "spark-warehouse"
 METASTORE_DIR_NAME = "metastore_db"
 STORAGE_DIR_NAME = "_sparkmv"
 """Directory under the warehouse that holds materialized view snapshots."""
+LOG_DIR_NAME = "_sparkmv_logs"
+"""Directory under the warehouse that holds the change logs of tracked base tables."""
 
 DEFAULT_SESSION_CONF: dict[str, str] = {
     "spark.master": "local[2]",

@@ -17,16 +17,11 @@ from sparkmv.apply import snapshot
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
-from sparkmv.parse.statements import ColumnSpec, quote_identifier
+from sparkmv.parse.statements import ColumnSpec, quote_identifier, sql_string
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def sql_string(value: str) -> str:
-    """``value`` as a Spark SQL string literal (backslash escapes are on by default)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def write_new_snapshot(spark: SparkSession, root: str, data: DataFrame) -> tuple[str, int]:

@@ -55,6 +55,7 @@ class MvMetadata:
     row_count: int
     created_ms: int
     stats: RefreshStats = field(default_factory=RefreshStats)
+    consumed_versions: dict[str, int] = field(default_factory=dict)  # change-log version per table
     format_version: int = keys.FORMAT_VERSION
 
     def with_changes(self, **changes: object) -> MvMetadata:
@@ -83,6 +84,7 @@ class MvMetadata:
                 keys.LAST_REASON: s.last_reason,
                 keys.LAST_REFRESHED_AT: str(s.last_refreshed_ms),
                 keys.LAST_DURATION: str(s.last_duration_ms),
+                keys.CONSUMED_VERSIONS: json.dumps(self.consumed_versions, sort_keys=True),
             }
         )
 
@@ -122,5 +124,6 @@ class MvMetadata:
                 last_refreshed_ms=number(keys.LAST_REFRESHED_AT),
                 last_duration_ms=number(keys.LAST_DURATION),
             ),
+            consumed_versions=json.loads(values.get(keys.CONSUMED_VERSIONS) or "{}"),
             format_version=version,
         )

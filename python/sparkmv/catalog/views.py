@@ -27,6 +27,8 @@ class CatalogEntry:
     """One table or view of the catalog, as one metastore lookup returns it."""
 
     table_type: str  # VIEW, MANAGED or EXTERNAL
+    provider: str | None  # parquet, orc, hive, ... (None for views)
+    location: str | None  # the data directory of a table
     properties: dict[str, str]
     schema: StructType
     comment: str | None
@@ -63,6 +65,8 @@ class ViewCatalog:
             return None
         return CatalogEntry(
             table_type=str(found.tableType()),
+            provider=found.provider(),
+            location=found.location(),
             properties=dict(found.properties()),
             schema=StructType.fromJson(json.loads(found.schemaJson())),
             comment=found.comment(),

@@ -108,7 +108,13 @@ def execute_create(
     if plan.replaces is None:
         # A crash between an earlier DROP's catalog change and its file removal leaves data.
         snapshot.remove_path(context.spark, root)
-    path, rows = write_new_snapshot(context.spark, root, plan.data)
+    consumed = context.start_tracking(plan.name, plan.query.base_tables)
+    try:
+        path, rows = write_new_snapshot(context.spark, root, plan.data)
+    except BaseException:
+        if plan.replaces is None:
+            context.stop_tracking(plan.name, plan.query.base_tables)
+        raise
     checkpoint("create.before_commit")
     finished = now_ms()
     previous = history.stats if history is not None else RefreshStats()
@@ -126,6 +132,7 @@ def execute_create(
         stats=previous.after_full_refresh(
             rows, history.row_count if history else 0, reason, started, finished
         ),
+        consumed_versions=consumed,
     )
     try:
         create_catalog_view(
@@ -136,6 +143,8 @@ def execute_create(
         raise
     if plan.replaces is not None:
         snapshot.remove_snapshots(context.spark, root, keep=[plan.replaces.snapshot, path])
+        dropped = set(plan.replaces.base_tables) - set(plan.query.base_tables)
+        context.stop_tracking(plan.name, tuple(sorted(dropped)))
     return metadata
 
 

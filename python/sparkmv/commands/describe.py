@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from sparkmv.capture.source import ChangeRangeError
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
-from sparkmv.parse.statements import DescribeStatement
+from sparkmv.parse.statements import DescribeStatement, TableName
 
 RESULT_SCHEMA = "col_name STRING, data_type STRING, comment STRING"
 SECTION = "# Materialized View Information"
+CAPTURE_NOTE = " (writes are not captured into the log yet)"
 
 
 def run(context: CommandContext, statement: DescribeStatement) -> Rows:
@@ -27,6 +29,30 @@ def run(context: CommandContext, statement: DescribeStatement) -> Rows:
         rows.extend(
             (key, value, "") for key, value in information(view, entry.properties, entry.comment)
         )
+        rows.extend((key, value, "") for key, value in change_logs(context, view))
+    return rows
+
+
+def change_logs(context: CommandContext, view: MvMetadata) -> list[tuple[str, str]]:
+    """Per base table: the change-log version the view consumed and what is pending since."""
+    rows = []
+    for qualified in view.base_tables:
+        state = context.tracking.state(TableName.parse_qualified(qualified))
+        if state.log is None:
+            rows.append((f"Change Log {qualified}", f"not tracked: {state.untracked_reason}"))
+            continue
+        consumed = view.consumed_versions.get(qualified, 0)
+        current = state.log.current_version()
+        try:
+            pending = state.log.net_changes(consumed, current).count() if current > consumed else 0
+        except ChangeRangeError:
+            text = f"consumed version {consumed} is no longer in the log; the next refresh is full"
+        else:
+            text = (
+                f"consumed version {consumed}, current version {current}, {pending} pending "
+                f"rows logged{CAPTURE_NOTE}"
+            )
+        rows.append((f"Change Log {qualified}", text))
     return rows
 
 

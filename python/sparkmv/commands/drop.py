@@ -22,4 +22,5 @@ def run(context: CommandContext, statement: DropStatement) -> Rows:
     context.spark.sql(f"DROP VIEW {name.quoted}")
     checkpoint("drop.after_commit")
     snapshot.remove_path(context.spark, snapshot.storage_root(context.spark, name))
+    context.stop_tracking(name, view.base_tables)
     return []

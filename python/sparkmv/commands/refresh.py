@@ -27,6 +27,14 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     started = now_ms()
     view = context.catalog.get(context.catalog.resolve(statement.name))
     plan = refresh_plan(view, statement.mode)
+    consumed = context.start_tracking(view.name, view.base_tables)
     data = query_dataframe(context.spark, view.query, view.query_database)
-    updated = full_refresh(context.spark, context.catalog, view, data, plan.reason, started)
+    updated = full_refresh(
+        context.spark,
+        context.catalog,
+        view.with_changes(consumed_versions=consumed),
+        data,
+        plan.reason,
+        started,
+    )
     return [(plan.mode, plan.reason, updated.row_count, view.row_count, now_ms() - started)]

@@ -38,6 +38,12 @@ class TableName:
     def __str__(self) -> str:
         return f"{self.database}.{self.name}" if self.database else self.name
 
+    @classmethod
+    def parse_qualified(cls, qualified: str) -> TableName:
+        """``db.name`` (as stored in metadata) back into a TableName."""
+        database, _, name = qualified.rpartition(".")
+        return cls(name, database or None)
+
     @property
     def quoted(self) -> str:
         parts = [self.database, self.name] if self.database else [self.name]
@@ -46,6 +52,11 @@ class TableName:
 
 def quote_identifier(part: str) -> str:
     return "`" + part.replace("`", "``") + "`"
+
+
+def sql_string(value: str) -> str:
+    """``value`` as a Spark SQL string literal (backslash escapes are on by default)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @dataclass(frozen=True)

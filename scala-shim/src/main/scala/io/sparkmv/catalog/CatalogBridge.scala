@@ -16,6 +16,8 @@ object CatalogBridge {
   /** What Python needs of one catalog entry, from a single metastore lookup. */
   case class TableInfo(
       tableType: String,
+      provider: String,
+      location: String,
       properties: java.util.Map[String, String],
       schemaJson: String,
       comment: String)
@@ -27,6 +29,8 @@ object CatalogBridge {
       catch { case _: NoSuchTableException | _: NoSuchNamespaceException => return null }
     TableInfo(
       table.tableType.name,
+      table.provider.orNull,
+      table.storage.locationUri.map(_.toString).orNull,
       table.properties.asJava,
       table.schema.json,
       table.comment.orNull)

@@ -1,0 +1,113 @@
+"""Which base tables are tracked, and where their change logs live (DESIGN §5).
+
+A table is tracked while at least one materialized view reads it: CREATE adds the view to
+the table's ``sparkmv.tracking.dependents`` before it reads the table (so no later write can
+be missed), DROP removes it, and the last DROP stops tracking and deletes the log. Tracking
+works for parquet tables of the session catalog; any other base table (a plain view, another
+format) is reported as untracked with the reason, and views over it refresh fully.
+
+The log's directory carries a random suffix recorded in the table's properties, so a table
+dropped and created again under the same name never inherits an old log.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from sparkmv import fs
+from sparkmv.capture.change_log import ChangeLog
+from sparkmv.catalog import properties as keys
+from sparkmv.catalog.views import CatalogEntry, ViewCatalog
+from sparkmv.config import LOG_DIR_NAME
+from sparkmv.parse.statements import TableName, sql_string
+
+TRACKABLE_PROVIDERS = frozenset({"parquet"})
+
+
+@dataclass(frozen=True)
+class TableTracking:
+    """The tracking state of one base table: its log, or why it has none."""
+
+    table: TableName
+    log: ChangeLog | None
+    untracked_reason: str = ""
+
+
+def untracked_reason(entry: CatalogEntry | None) -> str:
+    """Why a base table cannot be tracked; "" when it can."""
+    if entry is None:
+        return "it does not exist"
+    if entry.table_type == "VIEW":
+        return "it is a view, not a table"
+    if (entry.provider or "").lower() not in TRACKABLE_PROVIDERS or not entry.location:
+        return f"{entry.provider or 'its'} tables are not tracked (parquet tables are)"
+    return ""
+
+
+class Tracking:
+    """Starts and stops change capture for the base tables of materialized views."""
+
+    def __init__(self, spark: SparkSession, catalog: ViewCatalog) -> None:
+        self.spark = spark
+        self.catalog = catalog
+
+    def state(self, table: TableName) -> TableTracking:
+        entry = self.catalog.entry(table)
+        reason = untracked_reason(entry)
+        if reason or entry is None or keys.TRACKING_LOG not in entry.properties:
+            return TableTracking(table, None, reason or "no materialized view tracks it")
+        return TableTracking(table, self._log(entry))
+
+    def start(self, table: TableName, view: TableName) -> TableTracking:
+        """Make ``view`` a dependent of ``table``; begin capture if it is the first."""
+        entry = self.catalog.entry(table)
+        reason = untracked_reason(entry)
+        if reason or entry is None:
+            return TableTracking(table, None, reason)
+        dependents = set(json.loads(entry.properties.get(keys.TRACKING_DEPENDENTS, "[]")))
+        log_root = entry.properties.get(keys.TRACKING_LOG) or self._new_log_root(table)
+        if str(view) not in dependents:
+            dependents.add(str(view))
+            self._set(
+                table,
+                {
+                    keys.TRACKING_LOG: log_root,
+                    keys.TRACKING_DEPENDENTS: json.dumps(sorted(dependents)),
+                },
+            )
+        return TableTracking(
+            table, ChangeLog(self.spark, log_root, entry.schema, entry.location or "")
+        )
+
+    def stop(self, table: TableName, view: TableName) -> None:
+        """Remove ``view`` from ``table``'s dependents; the last one ends capture."""
+        entry = self.catalog.entry(table)
+        if entry is None or keys.TRACKING_LOG not in entry.properties:
+            return
+        dependents = set(json.loads(entry.properties.get(keys.TRACKING_DEPENDENTS, "[]")))
+        dependents.discard(str(view))
+        if dependents:
+            self._set(table, {keys.TRACKING_DEPENDENTS: json.dumps(sorted(dependents))})
+            return
+        self.spark.sql(
+            f"ALTER TABLE {table.quoted} UNSET TBLPROPERTIES IF EXISTS "
+            f"({sql_string(keys.TRACKING_LOG)}, {sql_string(keys.TRACKING_DEPENDENTS)})"
+        )
+        fs.remove(self.spark, entry.properties[keys.TRACKING_LOG])
+
+    def _set(self, table: TableName, values: dict[str, str]) -> None:
+        listed = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in values.items())
+        self.spark.sql(f"ALTER TABLE {table.quoted} SET TBLPROPERTIES ({listed})")
+
+    def _log(self, entry: CatalogEntry) -> ChangeLog:
+        root = entry.properties[keys.TRACKING_LOG]
+        return ChangeLog(self.spark, root, entry.schema, entry.location or "")
+
+    def _new_log_root(self, table: TableName) -> str:
+        warehouse = fs.qualified(self.spark, self.spark.conf.get("spark.sql.warehouse.dir") or "")
+        suffix = uuid.uuid4().hex[:8]
+        return f"{warehouse.rstrip('/')}/{LOG_DIR_NAME}/{table.database}/{table.name}-{suffix}"
