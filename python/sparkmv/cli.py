@@ -31,6 +31,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("jar", help="print the path of the extension jar (building it if needed)")
     args = parser.parse_args(argv)
 
+    if args.command == "sql" and any("=" not in item for item in args.conf):
+        parser.error("--conf takes KEY=VALUE")
     if args.command == "jar":
         try:
             print(jar_path())

@@ -39,6 +39,12 @@ def session(warehouse_dir: str | os.PathLike[str] | None = None, **spark_conf: s
         spark_conf.get("spark.sql.extensions"), EXTENSION_CLASS
     )
     conf["spark.jars"] = _with_item(spark_conf.get("spark.jars"), jar_path())
+    if "spark.driver.extraJavaOptions" in spark_conf:  # the caller's options win, ours stay
+        conf["spark.driver.extraJavaOptions"] = (
+            _required_conf(warehouse)["spark.driver.extraJavaOptions"]
+            + " "
+            + spark_conf["spark.driver.extraJavaOptions"]
+        )
     builder: Any = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
