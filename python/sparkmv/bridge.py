@@ -20,9 +20,11 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from sparkmv import commands
+from sparkmv.capture.writes import WriteCapture
 from sparkmv.commands.context import CommandContext
 from sparkmv.config import EXCEPTION_CLASS
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.parse.statements import TableName
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +38,7 @@ class Handler:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self.context = CommandContext.of(spark)
+        self.writes = WriteCapture(spark, self.context.tracking)
 
     def resultSchema(self, kind: str, sql_text: str) -> Any:  # noqa: N802 (Java name)
         return commands.RESULT_SCHEMAS.get(kind, "")
@@ -47,6 +50,22 @@ class Handler:
         except BaseException as error:
             return self.to_java_error(error, sql_text)
         return json.dumps([list(row) for row in rows])
+
+    def captureWrite(  # noqa: N802 (Java name)
+        self, phase: str, database: str, table: str, detail: str
+    ) -> Any:
+        name = TableName(table, database)
+        try:
+            with quiet_pyspark_error_logs():
+                if phase == "BEFORE":
+                    return self.writes.before(name)
+                if phase == "AFTER":
+                    self.writes.after(name, detail)
+                else:
+                    self.writes.abort(detail)
+                return ""
+        except BaseException as error:
+            return self.to_java_error(error, f"capture of a write to {name}")
 
     def to_java_error(self, error: BaseException, sql_text: str) -> Any:
         if isinstance(error, CapturedException) and error._origin is not None:

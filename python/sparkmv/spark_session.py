@@ -10,6 +10,7 @@ from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import SparkSession
 
 from sparkmv.bridge import Handler
+from sparkmv.catalog import properties as keys
 from sparkmv.config import (
     DEFAULT_SESSION_CONF,
     DEFAULT_WAREHOUSE_DIR,
@@ -93,6 +94,6 @@ def attach(spark: SparkSession) -> SparkSession:
     registry: Any = spark._jvm
     for part in HANDLER_REGISTRY_CLASS.split("."):
         registry = getattr(registry, part)
-    registry.register(handler)
+    registry.register(handler, keys.TRACKING_LOG)
     _attached[id(spark)] = handler
     return spark

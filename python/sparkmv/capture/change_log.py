@@ -50,6 +50,7 @@ class LogCommit:
     inserted_files: tuple[str, ...] = ()  # table data files the write added
     inserted_rows: str | None = None  # directory of explicit inserted rows
     deleted_rows: str | None = None  # directory of explicit deleted rows
+    complete: bool = True  # False: the write's row changes are not known (e.g. an overwrite)
     metrics: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> str:
@@ -84,8 +85,12 @@ class ChangeLog:
         inserted_files: Sequence[str] = (),
         inserted_rows: DataFrame | None = None,
         deleted_rows: DataFrame | None = None,
+        complete: bool = True,
     ) -> LogCommit:
         """Record one write as the next version; returns the published commit.
+
+        ``complete=False`` records that the table changed in a way the log cannot describe;
+        no range that includes this version can be read.
 
         Raises ``ConcurrentCommitError`` if another writer published that version first.
         """
@@ -98,6 +103,7 @@ class ChangeLog:
             inserted_files=tuple(inserted_files),
             inserted_rows=self._write_rows(inserted_rows, f"{rows_dir}/inserted"),
             deleted_rows=self._write_rows(deleted_rows, f"{rows_dir}/deleted"),
+            complete=complete,
         )
         if not fs.publish_text(self.spark, self._manifest(version), commit.to_json()):
             fs.remove(self.spark, rows_dir)
@@ -153,6 +159,12 @@ class ChangeLog:
     def net_changes(self, start: int, end: int) -> DataFrame:
         """Net changes of versions ``(start, end]`` as a consolidated Z-set (one Spark job)."""
         commits = self.commits(start, end)
+        for commit in commits:
+            if not commit.complete:
+                raise ChangeRangeError(
+                    f"version {commit.version} ({commit.operation}) of {self.root} was not "
+                    "logged row by row"
+                )
         parts: list[DataFrame] = []
         files = [path for commit in commits for path in commit.inserted_files]
         if files:

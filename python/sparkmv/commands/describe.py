@@ -12,7 +12,7 @@ from sparkmv.parse.statements import DescribeStatement, TableName
 
 RESULT_SCHEMA = "col_name STRING, data_type STRING, comment STRING"
 SECTION = "# Materialized View Information"
-CAPTURE_NOTE = " (writes are not captured into the log yet)"
+CAPTURE_NOTE = " (appends are logged; overwrites make the log incomplete)"
 
 
 def run(context: CommandContext, statement: DescribeStatement) -> Rows:
@@ -45,8 +45,8 @@ def change_logs(context: CommandContext, view: MvMetadata) -> list[tuple[str, st
         current = state.log.current_version()
         try:
             pending = state.log.net_changes(consumed, current).count() if current > consumed else 0
-        except ChangeRangeError:
-            text = f"consumed version {consumed} is no longer in the log; the next refresh is full"
+        except ChangeRangeError as error:
+            text = f"the next refresh is full: {error}"
         else:
             text = (
                 f"consumed version {consumed}, current version {current}, {pending} pending "

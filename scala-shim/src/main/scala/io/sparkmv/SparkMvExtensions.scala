@@ -2,7 +2,7 @@ package io.sparkmv
 
 import org.apache.spark.sql.SparkSessionExtensions
 
-import io.sparkmv.analysis.RerouteSparkMaterializedView
+import io.sparkmv.analysis.{CaptureTrackedWrites, RerouteSparkMaterializedView}
 import io.sparkmv.parser.SparkMvParser
 
 /**
@@ -17,5 +17,6 @@ class SparkMvExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectParser((_, delegate) => new SparkMvParser(delegate))
     // analyzer
     extensions.injectResolutionRule(_ => RerouteSparkMaterializedView)
+    extensions.injectPostHocResolutionRule(_ => CaptureTrackedWrites)
   }
 }

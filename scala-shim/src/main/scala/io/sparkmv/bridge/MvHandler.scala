@@ -13,15 +13,33 @@ trait MvHandler {
 
   /** Runs a statement: its rows as a JSON array of arrays in the declared schema, or a `Throwable`. */
   def execute(kind: String, sqlText: String): AnyRef
+
+  /**
+   * Around a write to a tracked table: phase "BEFORE" returns a token (a `String`); phase
+   * "AFTER" gets that token back once the write succeeded and records it in the change log,
+   * phase "ABORT" once it failed, and records nothing.
+   */
+  def captureWrite(phase: String, database: String, table: String, detail: String): AnyRef
 }
 
 /** The JVM-wide handler, set by `sparkmv.attach(spark)`. */
 object MvHandlerRegistry {
   @volatile private var current: Option[MvHandler] = None
+  @volatile private var tracking: Option[String] = None
 
-  def register(handler: MvHandler): Unit = { current = Some(handler) }
-  def unregister(): Unit = { current = None }
+  /** Attach `handler`; writes to tables carrying the property `trackingKey` are captured. */
+  def register(handler: MvHandler, trackingKey: String): Unit = {
+    current = Some(handler)
+    tracking = Some(trackingKey)
+  }
+  def unregister(): Unit = { current = None; tracking = None }
   def isRegistered: Boolean = current.isDefined
+
+  /** The table property that marks a tracked table, while a handler is attached. */
+  def trackingProperty: Option[String] = tracking
+
+  def captureWrite(phase: String, database: String, table: String, detail: String): String =
+    rethrowOr(handler.captureWrite(phase, database, table, detail)).asInstanceOf[String]
 
   def resultSchema(kind: String, sqlText: String): String =
     rethrowOr(handler.resultSchema(kind, sqlText)).asInstanceOf[String]
