@@ -17,6 +17,11 @@ import pytest
 import sparkmv
 from hypothesis import HealthCheck, settings
 from pyspark.sql import DataFrame, SparkSession
+from sparkmv.capture.change_log import ChangeLog
+from sparkmv.capture.tracking import Tracking
+from sparkmv.catalog.views import ViewCatalog
+from sparkmv.parse.statements import TableName
+from sparkmv.zset import WEIGHT
 
 REPO = Path(__file__).resolve().parents[1]
 _databases = itertools.count()
@@ -79,6 +84,19 @@ def assert_view_matches_query(spark: SparkSession, view: str) -> None:
         assert multiset(actual) == multiset(expected)
     finally:
         spark.catalog.setCurrentDatabase(current)
+
+
+def change_log_of(spark: SparkSession, table: str) -> ChangeLog:
+    """The change log of tracked ``table`` (of the current database), as sparkmv finds it."""
+    catalog = ViewCatalog(spark)
+    log = Tracking(spark, catalog).state(catalog.resolve(TableName(table))).log
+    assert log is not None, f"{table} is not tracked"
+    return log
+
+
+def zset_counter(zset: DataFrame) -> Counter[tuple[object, ...]]:
+    """A Z-set DataFrame as {row: weight}."""
+    return Counter({tuple(row[:-1]): int(row[WEIGHT]) for row in zset.collect()})
 
 
 def python_env() -> dict[str, str]:

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import assert_view_matches_query
+from conftest import assert_view_matches_query, change_log_of
 from pyspark.sql import SparkSession
-from sparkmv.capture.change_log import ChangeLog
 from sparkmv.catalog import properties as keys
 from sparkmv.commands.describe import CAPTURE_NOTE as NOTE
 
@@ -20,13 +19,6 @@ def table_properties(spark: SparkSession, table: str) -> dict[str, str]:
 def change_log_rows(spark: SparkSession, view: str) -> dict[str, str]:
     rows = spark.sql(f"DESCRIBE MATERIALIZED VIEW EXTENDED {view}").collect()
     return {r.col_name: r.data_type for r in rows if r.col_name.startswith("Change Log")}
-
-
-def log_of(spark: SparkSession, table: str) -> ChangeLog:
-    frame = spark.table(table)
-    location = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").where("col_name = 'Location'")
-    root = table_properties(spark, table)[keys.TRACKING_LOG]
-    return ChangeLog(spark, root, frame.schema, location.collect()[0].data_type)
 
 
 def test_tracking_follows_the_dependent_views(spark: SparkSession, db: str) -> None:
@@ -56,7 +48,7 @@ def test_refresh_records_the_consumed_version(spark: SparkSession, db: str) -> N
     spark.sql("CREATE TABLE t (a INT, b STRING) USING parquet")
     spark.sql("INSERT INTO t VALUES (1, 'x')")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a, b FROM t")
-    log = log_of(spark, "t")
+    log = change_log_of(spark, "t")
     # A write committed to the log (as captured writes will be): two rows in, one out.
     log.commit(
         "WRITE",

@@ -6,25 +6,16 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import assert_view_matches_query
+from conftest import assert_view_matches_query, change_log_of, zset_counter
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.source import ChangeRangeError
 from sparkmv.catalog import properties as keys
-from sparkmv.zset import WEIGHT
-
-
-def log_of(spark: SparkSession, table: str) -> ChangeLog:
-    properties = {r.key: r.value for r in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
-    location = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").where("col_name = 'Location'")
-    return ChangeLog(
-        spark, properties[keys.TRACKING_LOG], spark.table(table).schema, location.first()[1]
-    )
 
 
 def changes(log: ChangeLog, start: int, end: int) -> Counter[tuple[object, ...]]:
-    return Counter({tuple(r[:-1]): int(r[WEIGHT]) for r in log.net_changes(start, end).collect()})
+    return zset_counter(log.net_changes(start, end))
 
 
 @pytest.mark.parametrize("partitioned", [False, True])
@@ -33,7 +24,7 @@ def test_appends_are_logged_by_reference(spark: SparkSession, db: str, partition
     spark.sql(f"CREATE TABLE t (v STRING, k INT) USING parquet {clause}")
     spark.sql("INSERT INTO t VALUES ('a', 1)")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k, COUNT(*) AS n FROM t GROUP BY k")
-    log = log_of(spark, "t")
+    log = change_log_of(spark, "t")
     assert log.current_version() == 0
 
     spark.sql("INSERT INTO t VALUES ('b', 1), ('b', 1), (NULL, 2)")
@@ -53,7 +44,7 @@ def test_overwrites_make_the_log_incomplete(spark: SparkSession, db: str) -> Non
     spark.sql("INSERT INTO t VALUES ('a', 1), ('b', 2)")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT v FROM t WHERE k > 1")
     spark.sql("INSERT OVERWRITE t VALUES ('c', 3)")
-    log = log_of(spark, "t")
+    log = change_log_of(spark, "t")
     assert log.current_version() == 1
     with pytest.raises(ChangeRangeError, match="not logged row by row"):
         log.net_changes(0, 1)
@@ -79,7 +70,7 @@ def test_a_failed_write_logs_nothing(spark: SparkSession, db: str) -> None:
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k FROM t")
     with pytest.raises(PySparkException):
         spark.sql("INSERT INTO t SELECT 'x', CAST(1 DIV 0 AS INT)")
-    log = log_of(spark, "t")
+    log = change_log_of(spark, "t")
     assert log.current_version() == 0
     spark.sql("INSERT INTO t VALUES ('y', 2)")
     assert changes(log, 0, 1) == Counter({("y", 2): 1})
