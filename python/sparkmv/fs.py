@@ -21,6 +21,12 @@ def qualified(spark: SparkSession, path: str) -> str:
     return str(fs.makeQualified(hadoop_path).toString())
 
 
+def warehouse_path(spark: SparkSession, *parts: str) -> str:
+    """A qualified path under the session's warehouse directory."""
+    warehouse = qualified(spark, spark.conf.get("spark.sql.warehouse.dir") or "")
+    return "/".join([warehouse.rstrip("/"), *parts])
+
+
 def exists(spark: SparkSession, path: str) -> bool:
     fs, hadoop_path = filesystem(spark, path)
     return bool(fs.exists(hadoop_path))

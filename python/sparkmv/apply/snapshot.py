@@ -22,7 +22,7 @@ from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql.functions import count, lit
 
 from sparkmv.config import STORAGE_DIR_NAME
-from sparkmv.fs import list_names, qualified, remove
+from sparkmv.fs import list_names, qualified, remove, warehouse_path
 from sparkmv.parse.statements import TableName, quote_identifier
 
 SNAPSHOT_PREFIX = "snapshot-"
@@ -30,8 +30,7 @@ SNAPSHOT_PREFIX = "snapshot-"
 
 def storage_root(spark: SparkSession, name: TableName) -> str:
     """The directory that holds all snapshots of view ``name`` (resolved)."""
-    warehouse = qualified(spark, spark.conf.get("spark.sql.warehouse.dir") or "")
-    return f"{warehouse.rstrip('/')}/{STORAGE_DIR_NAME}/{name.database}/{name.name}"
+    return warehouse_path(spark, STORAGE_DIR_NAME, name.database or "", name.name)
 
 
 def new_snapshot_path(root: str) -> str:

@@ -108,6 +108,7 @@ class Tracking:
         return ChangeLog(self.spark, root, entry.schema, entry.location or "")
 
     def _new_log_root(self, table: TableName) -> str:
-        warehouse = fs.qualified(self.spark, self.spark.conf.get("spark.sql.warehouse.dir") or "")
         suffix = uuid.uuid4().hex[:8]
-        return f"{warehouse.rstrip('/')}/{LOG_DIR_NAME}/{table.database}/{table.name}-{suffix}"
+        return fs.warehouse_path(
+            self.spark, LOG_DIR_NAME, table.database or "", f"{table.name}-{suffix}"
+        )
