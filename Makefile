@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 JAR := python/sparkmv/jars/sparkmv-shim.jar
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full golden lint jar bench clean
+.PHONY: demo test test-full golden lint jar bench bench-capture clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -31,6 +31,10 @@ jar: $(JAR)
 
 bench: $(INSTALLED) $(JAR)
 	$(PY) bench/bridge_overhead.py
+
+# Change capture: tracked vs untracked INSERT of 1M rows; DELETE of 0.1% of 10M rows.
+bench-capture: $(INSTALLED) $(JAR)
+	$(PY) bench/capture.py
 
 $(INSTALLED): python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

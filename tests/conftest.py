@@ -9,20 +9,24 @@ from __future__ import annotations
 import itertools
 import os
 import sys
+import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 import sparkmv
 from hypothesis import HealthCheck, settings
 from pyspark.sql import DataFrame, SparkSession
 from sparkmv.capture.change_log import ChangeLog
+from sparkmv.capture.files import TableFiles
 from sparkmv.capture.tracking import Tracking
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.parse.statements import TableName
 from sparkmv.zset import WEIGHT
 
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parents[1]
 _databases = itertools.count()
 
@@ -94,9 +98,50 @@ def change_log_of(spark: SparkSession, table: str) -> ChangeLog:
     return log
 
 
+def table_files(spark: SparkSession, table: str) -> TableFiles:
+    """The current data files of ``table`` (of the current database)."""
+    catalog = ViewCatalog(spark)
+    return Tracking(spark, catalog).files(catalog.resolve(TableName(table)))
+
+
 def zset_counter(zset: DataFrame) -> Counter[tuple[object, ...]]:
     """A Z-set DataFrame as {row: weight}."""
     return Counter({tuple(row[:-1]): int(row[WEIGHT]) for row in zset.collect()})
+
+
+def z_difference(
+    new: Counter[tuple[object, ...]], old: Counter[tuple[object, ...]]
+) -> Counter[tuple[object, ...]]:
+    """``new − old`` as a Z-set: positive for rows gained, negative for rows lost."""
+    rows = set(new) | set(old)
+    return Counter({row: new[row] - old[row] for row in rows if new[row] != old[row]})
+
+
+def read_while(read: Callable[[], T], write: Callable[[], None]) -> list[T]:
+    """What ``read`` returned, called in a loop by another thread while ``write`` ran.
+
+    Fails if any read failed: a reader must never see a half-applied write.
+    """
+    results: list[T] = []
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def loop() -> None:
+        while not done.is_set():
+            try:
+                results.append(read())
+            except BaseException as error:
+                errors.append(error)
+
+    reader = threading.Thread(target=loop)
+    reader.start()
+    try:
+        write()
+    finally:
+        done.set()
+        reader.join()
+    assert not errors, errors
+    return results
 
 
 def python_env() -> dict[str, str]:

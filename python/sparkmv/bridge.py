@@ -20,6 +20,7 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from sparkmv import commands
+from sparkmv.capture.row_level import run_row_level_write
 from sparkmv.capture.writes import WriteCapture
 from sparkmv.commands.context import CommandContext
 from sparkmv.config import EXCEPTION_CLASS
@@ -58,7 +59,7 @@ class Handler:
         try:
             with quiet_pyspark_error_logs():
                 if phase == "BEFORE":
-                    return self.writes.before(name)
+                    return self.writes.before(name, detail)
                 if phase == "AFTER":
                     self.writes.after(name, detail)
                 else:
@@ -66,6 +67,19 @@ class Handler:
                 return ""
         except BaseException as error:
             return self.to_java_error(error, f"capture of a write to {name}")
+
+    def rowLevelWrite(  # noqa: N802 (Java name)
+        self, kind: str, database: str, table: str, changes: Any, unsupported: str
+    ) -> Any:
+        name = TableName(table, database)
+        try:
+            with quiet_pyspark_error_logs():
+                result = run_row_level_write(
+                    self.context.tracking, kind, name, changes, unsupported
+                )
+        except BaseException as error:
+            return self.to_java_error(error, f"{kind} on {name}")
+        return json.dumps([list(result)])
 
     def to_java_error(self, error: BaseException, sql_text: str) -> Any:
         if isinstance(error, CapturedException) and error._origin is not None:

@@ -85,6 +85,16 @@ class ErrorClass(Enum):
         "0A000",
         "{feature} is not supported yet. {hint}",
     )
+    ROW_LEVEL_WRITE_NOT_SUPPORTED = ErrorSpec(
+        "0A000",
+        "{statement} on {table} cannot run: {reason}.",
+    )
+    MERGE_CARDINALITY_VIOLATION = ErrorSpec(
+        "23K01",
+        "The MERGE into {table} matched a target row with more than one source row, so it "
+        "is not clear which one should change it; nothing was changed. Make the ON condition "
+        "match at most one source row per target row, e.g. by deduplicating the source.",
+    )
     MATERIALIZED_VIEW_INTERNAL_ERROR = ErrorSpec(
         "XX000",
         "sparkmv failed unexpectedly while running {statement}: {detail}. "

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -74,3 +77,103 @@ def publish_text(spark: SparkSession, path: str, text: str) -> bool:
         fs.delete(temporary, False)
         return False
     return True
+
+
+@dataclass(frozen=True)
+class FileStatus:
+    path: str  # qualified, as Hadoop lists it
+    size: int
+    modified_ms: int
+
+
+def is_hidden(name: str) -> bool:
+    """Spark's rule for data directories: ``_`` and ``.`` entries are not data."""
+    return name.startswith(("_", "."))
+
+
+def data_files(spark: SparkSession, directory: str) -> Iterator[FileStatus]:
+    """Data files under ``directory``, recursively, skipping hidden entries at any depth."""
+    fs, root = filesystem(spark, directory)
+    if not fs.exists(root):
+        return
+    pending = [root]
+    while pending:
+        for status in fs.listStatus(pending.pop()):
+            path = status.getPath()
+            if is_hidden(str(path.getName())):
+                continue
+            if status.isDirectory():
+                pending.append(path)
+            else:
+                yield FileStatus(
+                    str(path.toString()), int(status.getLen()), int(status.getModificationTime())
+                )
+
+
+def hidden_files(spark: SparkSession, directory: str) -> list[str]:
+    """Hidden files directly in ``directory`` (``_SUCCESS``, checksums): not data, but they
+    keep a directory from being empty."""
+    fs, root = filesystem(spark, directory)
+    if not fs.exists(root):
+        return []
+    return [
+        str(status.getPath().toString())
+        for status in fs.listStatus(root)
+        if status.isFile() and is_hidden(str(status.getPath().getName()))
+    ]
+
+
+def has_files(spark: SparkSession, directory: str) -> bool:
+    """Whether ``directory`` holds any file (hidden ones included), at any depth."""
+    fs, root = filesystem(spark, directory)
+    return bool(fs.exists(root) and fs.listFiles(root, True).hasNext())
+
+
+def make_dirs(spark: SparkSession, path: str) -> None:
+    fs, hadoop_path = filesystem(spark, path)
+    fs.mkdirs(hadoop_path)
+
+
+def move(spark: SparkSession, source: str, target: str) -> None:
+    """Rename ``source`` to ``target`` (copying when they are on different file systems)."""
+    fs, source_path = filesystem(spark, source)
+    target_fs, target_path = filesystem(spark, target)
+    target_fs.mkdirs(target_path.getParent())
+    if fs.getUri().equals(target_fs.getUri()) and fs.rename(source_path, target_path):
+        return
+    _copy(spark, source, target, delete_source=True)
+
+
+def link(spark: SparkSession, source: str, target: str) -> None:
+    """Make ``target`` a second name of ``source``'s bytes: a hard link on a local file
+    system (no copy: copy-on-write and preserved files cost a directory entry), else a copy.
+    Either way ``source`` can be deleted afterwards without affecting ``target``."""
+    source_local, target_local = _local_path(spark, source), _local_path(spark, target)
+    if source_local is not None and target_local is not None:
+        os.makedirs(os.path.dirname(target_local), exist_ok=True)
+        try:
+            os.link(source_local, target_local)
+            return
+        except OSError:
+            pass  # e.g. another device: fall through to a copy
+    _copy(spark, source, target, delete_source=False)
+
+
+def _copy(spark: SparkSession, source: str, target: str, delete_source: bool) -> None:
+    jvm: Any = spark._jvm
+    fs, source_path = filesystem(spark, source)
+    target_fs, target_path = filesystem(spark, target)
+    conf = spark._jsc.hadoopConfiguration()
+    if not jvm.org.apache.hadoop.fs.FileUtil.copy(
+        fs, source_path, target_fs, target_path, delete_source, conf
+    ):
+        raise OSError(f"could not copy {source} to {target}")
+
+
+def _local_path(spark: SparkSession, path: str) -> str | None:
+    """The operating-system path of a ``file:`` URI, None for other file systems."""
+    _, hadoop_path = filesystem(spark, path)
+    uri = hadoop_path.toUri()
+    if uri.getScheme() not in (None, "file"):
+        return None
+    return str(uri.getPath())

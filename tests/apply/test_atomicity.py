@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
-from conftest import assert_view_matches_query, python_env
+from conftest import assert_view_matches_query, python_env, read_while
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sparkmv.faults import CRASH_AT_ENV, CRASH_EXIT_CODE
@@ -44,28 +43,14 @@ def test_readers_see_whole_snapshots_during_refreshes(spark: SparkSession, db: s
     spark.sql("INSERT INTO t SELECT id FROM range(500)")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM t")
     valid_counts = {500}
-    observed: list[int] = []
-    errors: list[BaseException] = []
-    done = threading.Event()
 
-    def read() -> None:
-        while not done.is_set():
-            try:
-                observed.append(spark.table(f"{db}.v").count())
-            except BaseException as error:
-                errors.append(error)
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    try:
+    def write() -> None:
         for batch in range(1, 4):
             spark.sql(f"INSERT INTO t SELECT id FROM range({batch * 500}, {(batch + 1) * 500})")
             valid_counts.add((batch + 1) * 500)
             spark.sql("REFRESH MATERIALIZED VIEW v")
-    finally:
-        done.set()
-        reader.join()
-    assert not errors, errors
+
+    observed = read_while(lambda: spark.table(f"{db}.v").count(), write)
     assert observed and set(observed) <= valid_counts
     assert_view_matches_query(spark, "v")
 

@@ -11,12 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import spark_examples, zset_counter
+from conftest import spark_examples, z_difference, zset_counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
-from sparkmv.capture.change_log import ChangeLog, ConcurrentCommitError
+from sparkmv.capture.change_log import ChangeLog, ConcurrentCommitError, FileRef
 from sparkmv.capture.source import ChangeRangeError
 
 SCHEMA = StructType([StructField("k", IntegerType()), StructField("v", StringType())])
@@ -32,19 +32,13 @@ def as_counter(spark: SparkSession, log: ChangeLog, start: int, end: int) -> Cou
     return zset_counter(log.net_changes(start, end))  # type: ignore[return-value]
 
 
-def z_difference(new: Counter[Row], old: Counter[Row]) -> Counter[Row]:
-    """``new − old`` as a Z-set: positive for rows gained, negative for rows lost."""
-    keys = set(new) | set(old)
-    return Counter({key: new[key] - old[key] for key in keys if new[key] != old[key]})
-
-
 @settings(max_examples=spark_examples(6))
 @given(writes=st.lists(st.tuples(rows, st.lists(st.integers(0, 10), max_size=3)), max_size=4))
 def test_net_changes_equal_snapshot_difference(
     spark: SparkSession, tmp_path: Path, writes: list[tuple[list[Row], list[int]]]
 ) -> None:
     """Random writes, each inserting rows (duplicates, NULLs) and deleting existing ones."""
-    log = ChangeLog(spark, str(tmp_path / f"log{len(list(tmp_path.iterdir()))}"), SCHEMA, "")
+    log = ChangeLog(spark, str(tmp_path / f"log{len(list(tmp_path.iterdir()))}"), SCHEMA)
     states: list[Counter[Row]] = [Counter()]
     for inserted, delete_picks in writes:
         current = list(states[-1].elements())
@@ -52,6 +46,7 @@ def test_net_changes_equal_snapshot_difference(
         deleted = list((Counter(deleted) & states[-1]).elements())  # only rows that exist
         log.commit(
             "WRITE",
+            None,
             inserted_rows=spark.createDataFrame(inserted, SCHEMA),
             deleted_rows=spark.createDataFrame(deleted, SCHEMA),
         )
@@ -63,7 +58,7 @@ def test_net_changes_equal_snapshot_difference(
             assert as_counter(spark, log, start, end) == expected, (start, end)
 
 
-def test_appended_files_of_a_partitioned_table_are_read_with_their_partition_values(
+def test_referenced_files_are_read_with_the_partition_values_of_their_refs(
     spark: SparkSession, db: str
 ) -> None:
     spark.sql("CREATE TABLE p (v STRING, k INT) USING parquet PARTITIONED BY (k)")
@@ -75,17 +70,18 @@ def test_appended_files_of_a_partitioned_table_are_read_with_their_partition_val
     spark.sql("INSERT INTO p VALUES ('z', 2), ('y', 2)")
     added = sorted(set(spark.table("p").inputFiles()) - before)
     schema = spark.table("p").schema
-    log = ChangeLog(spark, f"{root}_log", schema, root)
-    log.commit("INSERT", inserted_files=added)
+    log = ChangeLog(spark, f"{root}_log", schema)
+    refs = [FileRef(path, (("k", path.split("k=")[1].split("/")[0]),)) for path in added]
+    log.commit("INSERT", None, inserted_files=refs)
     assert zset_counter(log.net_changes(0, 1)) == Counter({("z", 2): 1, ("y", 2): 1})
 
 
 def test_ranges_outside_the_log_and_compaction(spark: SparkSession, tmp_path: Path) -> None:
-    log = ChangeLog(spark, str(tmp_path / "log"), SCHEMA, "")
+    log = ChangeLog(spark, str(tmp_path / "log"), SCHEMA)
     assert log.current_version() == 0
     assert log.net_changes(0, 0).count() == 0
     for value in ("a", "b", "c"):
-        log.commit("INSERT", inserted_rows=spark.createDataFrame([(1, value)], SCHEMA))
+        log.commit("INSERT", None, inserted_rows=spark.createDataFrame([(1, value)], SCHEMA))
     with pytest.raises(ChangeRangeError):
         log.net_changes(0, 4)
     log.compact(through=2)
@@ -94,16 +90,19 @@ def test_ranges_outside_the_log_and_compaction(spark: SparkSession, tmp_path: Pa
     with pytest.raises(ChangeRangeError):
         log.net_changes(1, 3)
     assert as_counter(spark, log, 2, 3) == Counter({(1, "c"): 1})
-    assert log.commit("DELETE", deleted_rows=spark.createDataFrame([(1, "a")], SCHEMA)).version == 4
+    assert (
+        log.commit("DELETE", None, deleted_rows=spark.createDataFrame([(1, "a")], SCHEMA)).version
+        == 4
+    )
 
 
 def test_a_version_published_meanwhile_is_refused(spark: SparkSession, tmp_path: Path) -> None:
-    first = ChangeLog(spark, str(tmp_path / "log"), SCHEMA, "")
-    second = ChangeLog(spark, str(tmp_path / "log"), SCHEMA, "")
+    first = ChangeLog(spark, str(tmp_path / "log"), SCHEMA)
+    second = ChangeLog(spark, str(tmp_path / "log"), SCHEMA)
     version = first.current_version() + 1
-    first.commit("INSERT", inserted_rows=spark.createDataFrame([(1, "a")], SCHEMA))
+    first.commit("INSERT", None, inserted_rows=spark.createDataFrame([(1, "a")], SCHEMA))
     second.current_version = lambda: version - 1  # type: ignore[method-assign]
     with pytest.raises(ConcurrentCommitError):
-        second.commit("INSERT", inserted_rows=spark.createDataFrame([(2, "b")], SCHEMA))
+        second.commit("INSERT", None, inserted_rows=spark.createDataFrame([(2, "b")], SCHEMA))
     assert as_counter(spark, first, 0, 1) == Counter({(1, "a"): 1})
     assert len(list((tmp_path / "log" / "rows").iterdir())) == 1  # the loser's rows are gone

@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import assert_view_matches_query, change_log_of
+from conftest import assert_view_matches_query, change_log_of, table_files
 from pyspark.sql import SparkSession
 from sparkmv.catalog import properties as keys
-from sparkmv.commands.describe import CAPTURE_NOTE as NOTE
 
 
 def table_properties(spark: SparkSession, table: str) -> dict[str, str]:
@@ -32,7 +31,7 @@ def test_tracking_follows_the_dependent_views(spark: SparkSession, db: str) -> N
     assert json.loads(properties[keys.TRACKING_DEPENDENTS]) == [f"{db}.v1", f"{db}.v2"]
     log_root = Path(properties[keys.TRACKING_LOG].removeprefix("file:"))
     assert change_log_rows(spark, "v1") == {
-        f"Change Log {db}.t": "consumed version 0, current version 0, 0 pending rows logged" + NOTE
+        f"Change Log {db}.t": "consumed version 1, current version 1, 0 pending rows logged"
     }
 
     spark.sql("DROP MATERIALIZED VIEW v1")
@@ -52,15 +51,16 @@ def test_refresh_records_the_consumed_version(spark: SparkSession, db: str) -> N
     # A write committed to the log (as captured writes will be): two rows in, one out.
     log.commit(
         "WRITE",
+        table_files(spark, "t"),  # the table's files are unchanged
         inserted_rows=spark.createDataFrame([(2, "y"), (3, "z")], "a INT, b STRING"),
         deleted_rows=spark.createDataFrame([(1, "x")], "a INT, b STRING"),
     )
     assert change_log_rows(spark, "v") == {
-        f"Change Log {db}.t": "consumed version 0, current version 1, 3 pending rows logged" + NOTE
+        f"Change Log {db}.t": "consumed version 1, current version 2, 3 pending rows logged"
     }
     spark.sql("REFRESH MATERIALIZED VIEW v")
     assert change_log_rows(spark, "v") == {
-        f"Change Log {db}.t": "consumed version 1, current version 1, 0 pending rows logged" + NOTE
+        f"Change Log {db}.t": "consumed version 2, current version 2, 0 pending rows logged"
     }
     assert_view_matches_query(spark, "v")
 

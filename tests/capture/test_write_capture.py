@@ -1,5 +1,6 @@
-"""Captured writes: appends to tracked tables are logged by reference, overwrites mark the log
-incomplete, untracked tables are untouched; the views stay exact either way."""
+"""Captured writes: appends to tracked tables are logged by reference, overwrites keep the rows
+they replace, untracked tables are untouched; the views stay exact either way. (Every write
+kind against the snapshot oracle: ``test_write_kinds.py``.)"""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from conftest import assert_view_matches_query, change_log_of, zset_counter
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sparkmv.capture.change_log import ChangeLog
-from sparkmv.capture.source import ChangeRangeError
 from sparkmv.catalog import properties as keys
 
 
@@ -25,31 +25,30 @@ def test_appends_are_logged_by_reference(spark: SparkSession, db: str, partition
     spark.sql("INSERT INTO t VALUES ('a', 1)")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k, COUNT(*) AS n FROM t GROUP BY k")
     log = change_log_of(spark, "t")
-    assert log.current_version() == 0
+    assert log.current_version() == 1  # START: the files the log vouches for
 
     spark.sql("INSERT INTO t VALUES ('b', 1), ('b', 1), (NULL, 2)")
     spark.createDataFrame([("c", 3)], "v STRING, k INT").write.insertInto("t")
     appended = spark.createDataFrame([("d", 1)], "v STRING, k INT").write.mode("append")
     (appended.partitionBy("k") if partitioned else appended).saveAsTable("t")
-    assert log.current_version() == 3
-    assert changes(log, 0, 3) == Counter({("b", 1): 2, (None, 2): 1, ("c", 3): 1, ("d", 1): 1})
-    assert changes(log, 1, 2) == Counter({("c", 3): 1})
+    assert log.current_version() == 4
+    assert changes(log, 1, 4) == Counter({("b", 1): 2, (None, 2): 1, ("c", 3): 1, ("d", 1): 1})
+    assert changes(log, 2, 3) == Counter({("c", 3): 1})
+    assert log.commits(1, 4)[0].inserted_files  # by reference: no rows were written twice
 
     spark.sql("REFRESH MATERIALIZED VIEW v")
     assert_view_matches_query(spark, "v")
 
 
-def test_overwrites_make_the_log_incomplete(spark: SparkSession, db: str) -> None:
+def test_overwrites_log_the_rows_they_replace(spark: SparkSession, db: str) -> None:
     spark.sql("CREATE TABLE t (v STRING, k INT) USING parquet")
     spark.sql("INSERT INTO t VALUES ('a', 1), ('b', 2)")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT v FROM t WHERE k > 1")
-    spark.sql("INSERT OVERWRITE t VALUES ('c', 3)")
+    spark.sql("INSERT OVERWRITE t VALUES ('c', 3), ('a', 1)")
     log = change_log_of(spark, "t")
-    assert log.current_version() == 1
-    with pytest.raises(ChangeRangeError, match="not logged row by row"):
-        log.net_changes(0, 1)
-    spark.sql("INSERT INTO t VALUES ('d', 4)")
-    assert changes(log, 1, 2) == Counter({("d", 4): 1})
+    assert changes(log, 1, 2) == Counter({("b", 2): -1, ("c", 3): 1})
+    spark.sql("TRUNCATE TABLE t")
+    assert changes(log, 1, 3) == Counter({("b", 2): -1, ("a", 1): -1})
     spark.sql("REFRESH MATERIALIZED VIEW v")
     assert_view_matches_query(spark, "v")
 
@@ -71,6 +70,6 @@ def test_a_failed_write_logs_nothing(spark: SparkSession, db: str) -> None:
     with pytest.raises(PySparkException):
         spark.sql("INSERT INTO t SELECT 'x', CAST(1 DIV 0 AS INT)")
     log = change_log_of(spark, "t")
-    assert log.current_version() == 0
+    assert log.current_version() == 1
     spark.sql("INSERT INTO t VALUES ('y', 2)")
-    assert changes(log, 0, 1) == Counter({("y", 2): 1})
+    assert changes(log, 1, 2) == Counter({("y", 2): 1})

@@ -3,20 +3,27 @@
 Layout under the log's root directory::
 
     commits/00000000000000000007.json   one manifest per committed write, published atomically
-    commits/_compacted_through.7        versions up to 7 have been compacted away
+    commits/_compacted_through.7        versions up to 7 were compacted away (holds v7's state)
     rows/00000000000000000007-<id>/{inserted,deleted}/   explicit change rows (parquet)
+    preserved/<id>/                     links to data files a replacing write removed
+    pending/<id>.intent, <id>.json       a copy-on-write in progress, until its commit
 
-A commit records the rows a write inserted and deleted. Inserted rows are either references
-to the data files an append added to the table (so an INSERT is not written twice) or
-explicit change rows; deleted rows are always explicit. Reading a version range ``(a, b]``
-is one Spark job over the referenced files: inserted rows weigh +1, deleted rows −1, and
-consolidation leaves the net changes ``A-net = A − D``, ``D-net = D − A`` (Hanson §2.2;
-Blakeley §3: the net effect of a transaction has disjoint inserted and deleted parts).
+A commit records the rows a write inserted and deleted: as references to data files (the
+files an append or a copy-on-write added; the files an overwrite or a copy-on-write
+replaced, which stay readable until compaction) or as explicit change rows. Reading a
+version range ``(a, b]`` is one Spark job over the referenced files: inserted rows weigh +1,
+deleted rows −1, and consolidation leaves the net changes ``A-net = A − D``, ``D-net = D − A``
+(Hanson §2.2; Blakeley §3: the net effect of a transaction has disjoint inserted and deleted
+parts). A copy-on-write that rewrote a file logs it as deleted and its rewrite as inserted:
+the rows it kept cancel out.
+
+Each commit also records the digest of the table's file set after the write
+(``capture.files``). ``reconcile`` compares it with the table's current files before the log
+is trusted: a mismatch means the table changed behind the log's back, and a RESYNC commit
+(incomplete) makes every range across it unreadable, so dependent views refresh fully.
 
 The manifest is the commit point: change rows are written first, into a directory of this
-attempt that no manifest names yet, and the manifest is published with an atomic rename. A
-crash before the rename, or losing the version to a concurrent writer, leaves unreferenced
-files that readers never see and compaction removes.
+attempt that no manifest names yet, and the manifest is published with an atomic rename.
 """
 
 from __future__ import annotations
@@ -25,14 +32,17 @@ import json
 import re
 import time
 import uuid
+from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import reduce
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from sparkmv import fs
+from sparkmv.capture.files import DataFile, PartitionSpec, TableFiles, delete_retired
 from sparkmv.capture.source import ChangeRangeError
 from sparkmv.zset import WEIGHT, consolidate, weighted
 
@@ -41,53 +51,122 @@ _COMPACTED = re.compile(r"^_compacted_through\.(\d+)$")
 
 
 @dataclass(frozen=True)
+class FileRef:
+    """A data file whose rows a commit inserted or deleted, with its partition values."""
+
+    path: str
+    partition: PartitionSpec = ()
+
+    @classmethod
+    def of(cls, file: DataFile) -> FileRef:
+        return cls(file.path, file.partition)
+
+    def to_json(self) -> list[object]:
+        return [self.path, [list(pair) for pair in self.partition]]
+
+    @classmethod
+    def from_json(cls, value: list[object]) -> FileRef:
+        path, partition = value
+        assert isinstance(path, str) and isinstance(partition, list)
+        return cls(path, tuple((str(column), value) for column, value in partition))
+
+
+@dataclass(frozen=True)
 class LogCommit:
-    """One committed write: what it inserted and deleted."""
+    """One committed write: what it inserted and deleted, and the table's files after it."""
 
     version: int
-    operation: str  # INSERT, DELETE, UPDATE, MERGE, OVERWRITE, TRUNCATE, ...
+    operation: str  # START, INSERT, DELETE, UPDATE, MERGE, OVERWRITE, RESYNC, ...
     timestamp_ms: int
-    inserted_files: tuple[str, ...] = ()  # table data files the write added
+    inserted_files: tuple[FileRef, ...] = ()
+    deleted_files: tuple[FileRef, ...] = ()
     inserted_rows: str | None = None  # directory of explicit inserted rows
     deleted_rows: str | None = None  # directory of explicit deleted rows
-    complete: bool = True  # False: the write's row changes are not known (e.g. an overwrite)
+    retired_files: tuple[str, ...] = ()  # deleted by compaction, once no reader needs them
+    preserved: dict[str, str] = field(default_factory=dict)  # removed table file → its link
+    complete: bool = True  # False: the write's row changes are not known
+    reason: str = ""  # why an incomplete commit is incomplete
+    files_digest: str = ""  # the table's file set after this write ("" if unknown)
+    file_count: int = 0
     metrics: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        values = asdict(self)
+        values["inserted_files"] = [ref.to_json() for ref in self.inserted_files]
+        values["deleted_files"] = [ref.to_json() for ref in self.deleted_files]
+        return json.dumps(values, sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> LogCommit:
         values = json.loads(text)
-        values["inserted_files"] = tuple(values.get("inserted_files", ()))
+        for key in ("inserted_files", "deleted_files"):
+            values[key] = tuple(FileRef.from_json(ref) for ref in values.get(key, ()))
+        values["retired_files"] = tuple(values.get("retired_files", ()))
         return cls(**values)
+
+
+@dataclass(frozen=True)
+class PreparedCommit:
+    """A copy-on-write between writing its files and swapping them in (``pending/``).
+
+    If the process dies after the swap but before the commit, ``reconcile`` finds the table
+    in the ``commit``'s state and publishes it; if it died before the swap, the table is
+    still in the ``before_digest`` state, and the prepared files are removed.
+    """
+
+    pending_id: str
+    before_digest: str
+    commit: LogCommit
+    abandoned: tuple[str, ...]  # what to delete if the swap never happened
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "before_digest": self.before_digest,
+                "commit": self.commit.to_json(),
+                "abandoned": list(self.abandoned),
+            }
+        )
+
+    @classmethod
+    def from_json(cls, pending_id: str, text: str) -> PreparedCommit:
+        values = json.loads(text)
+        return cls(
+            pending_id,
+            values["before_digest"],
+            LogCommit.from_json(values["commit"]),
+            tuple(values["abandoned"]),
+        )
 
 
 class ChangeLog:
     """The change log of one table; implements ``capture.source.ChangeSource``.
 
-    ``schema`` is the table's schema (data and partition columns, in table order) and
-    ``table_root`` its location, against which referenced data files are read so that
-    partition values encoded in their paths come back as columns.
+    ``schema`` is the table's schema (data and partition columns, in table order).
     """
 
-    def __init__(self, spark: SparkSession, root: str, schema: StructType, table_root: str):
+    def __init__(self, spark: SparkSession, root: str, schema: StructType):
         self.spark = spark
         self.root = root.rstrip("/")
         self.schema = schema
-        self.table_root = table_root
 
     # -- writing -------------------------------------------------------------------------
 
     def commit(
         self,
         operation: str,
-        inserted_files: Sequence[str] = (),
+        state: TableFiles | None,
+        inserted_files: Sequence[FileRef] = (),
+        deleted_files: Sequence[FileRef] = (),
         inserted_rows: DataFrame | None = None,
         deleted_rows: DataFrame | None = None,
+        retired_files: Sequence[str] = (),
+        preserved: dict[str, str] | None = None,
         complete: bool = True,
+        reason: str = "",
+        metrics: dict[str, int] | None = None,
     ) -> LogCommit:
-        """Record one write as the next version; returns the published commit.
+        """Record one write as the next version; ``state`` is the table's files after it.
 
         ``complete=False`` records that the table changed in a way the log cannot describe;
         no range that includes this version can be read.
@@ -96,19 +175,38 @@ class ChangeLog:
         """
         version = self.current_version() + 1
         rows_dir = f"{self.root}/rows/{version:020d}-{uuid.uuid4().hex[:8]}"
-        commit = LogCommit(
-            version=version,
-            operation=operation,
-            timestamp_ms=int(time.time() * 1000),
+        commit = self.new_commit(
+            operation,
+            state,
             inserted_files=tuple(inserted_files),
+            deleted_files=tuple(deleted_files),
             inserted_rows=self._write_rows(inserted_rows, f"{rows_dir}/inserted"),
             deleted_rows=self._write_rows(deleted_rows, f"{rows_dir}/deleted"),
+            retired_files=tuple(retired_files),
+            preserved=preserved or {},
             complete=complete,
+            reason=reason,
+            metrics=metrics or {},
         )
-        if not fs.publish_text(self.spark, self._manifest(version), commit.to_json()):
+        if not self._publish(replace(commit, version=version)):
             fs.remove(self.spark, rows_dir)
             raise ConcurrentCommitError(f"version {version} of {self.root} was committed meanwhile")
-        return commit
+        return replace(commit, version=version)
+
+    @staticmethod
+    def new_commit(operation: str, state: TableFiles | None, **values: object) -> LogCommit:
+        """A commit without its version (assigned when it is published)."""
+        return LogCommit(
+            version=0,
+            operation=operation,
+            timestamp_ms=int(time.time() * 1000),
+            files_digest=state.digest if state is not None else "",
+            file_count=len(state.files) if state is not None else 0,
+            **values,  # type: ignore[arg-type]
+        )
+
+    def _publish(self, commit: LogCommit) -> bool:
+        return fs.publish_text(self.spark, self._manifest(commit.version), commit.to_json())
 
     def _write_rows(self, rows: DataFrame | None, path: str) -> str | None:
         if rows is None:
@@ -116,20 +214,149 @@ class ChangeLog:
         rows.select(*self.schema.fieldNames()).write.mode("errorifexists").parquet(path)
         return path
 
+    def preserved_dir(self) -> str:
+        """A fresh directory for links to files a replacing write is about to remove."""
+        return f"{self.root}/preserved/{uuid.uuid4().hex}"
+
+    # -- copy-on-write: prepare, then commit after the swap ------------------------------
+
+    def intend(self, abandoned: Sequence[str]) -> str:
+        """Announce a copy-on-write before it writes anything: if it never commits, the
+        next ``reconcile`` removes ``abandoned``. Returns the write's id."""
+        pending_id = uuid.uuid4().hex
+        fs.publish_text(self.spark, self._intent(pending_id), json.dumps(list(abandoned)))
+        return pending_id
+
+    def prepare(
+        self, pending_id: str, before: TableFiles, commit: LogCommit, abandoned: Sequence[str]
+    ) -> PreparedCommit:
+        """Record the commit a copy-on-write will make, just before its swap."""
+        prepared = PreparedCommit(pending_id, before.digest, commit, tuple(abandoned))
+        fs.publish_text(self.spark, self._pending(prepared.pending_id), prepared.to_json())
+        return prepared
+
+    def commit_prepared(self, prepared: PreparedCommit) -> LogCommit:
+        """Publish a prepared commit whose swap happened; raises on a concurrent commit."""
+        version = self.current_version() + 1
+        commit = replace(prepared.commit, version=version)
+        if not self._publish(commit):
+            latest = self.expected_state()
+            if latest is not None and latest.files_digest == commit.files_digest:
+                return latest  # a reader's reconcile rolled it forward first
+            raise ConcurrentCommitError(f"version {version} of {self.root} was committed meanwhile")
+        self._forget(prepared.pending_id)
+        return commit
+
+    def reconcile(self, current: TableFiles, writer: bool = False) -> str:
+        """Make the log agree with the table's ``current`` files before anyone trusts it.
+
+        Returns "" when it already did (or a prepared copy-on-write was rolled forward),
+        otherwise why it did not; a RESYNC commit then marks the gap as unreadable. A
+        ``writer`` (who holds the table, as Spark assumes of writers) also removes what
+        copy-on-writes that died before their swap left behind; a reader must not, as such a
+        write may still be running.
+        """
+        reason = ""
+        expected = self.expected_state()
+        if expected is None or expected.files_digest != current.digest:
+            match = self._rolls_forward(expected, current)
+            if match is not None:
+                self.commit_prepared(match)
+            else:
+                reason = _bypass_reason(expected, current)
+                self.commit("RESYNC", current, complete=False, reason=reason)
+        if writer:
+            self._abandon_pending()
+        return reason
+
+    def _abandon_pending(self) -> None:
+        """Remove what copy-on-writes that never committed left behind."""
+        directory = f"{self.root}/pending"
+        names = [n for n in fs.list_names(self.spark, directory) if not fs.is_hidden(n)]
+        for pending_id in {name.partition(".")[0] for name in names}:
+            abandoned: list[str] = []
+            if f"{pending_id}.intent" in names:
+                abandoned += json.loads(fs.read_text(self.spark, self._intent(pending_id)))
+            if f"{pending_id}.json" in names:
+                text = fs.read_text(self.spark, self._pending(pending_id))
+                abandoned += PreparedCommit.from_json(pending_id, text).abandoned
+            for path in abandoned:
+                fs.remove(self.spark, path)
+            self._forget(pending_id)
+
+    def _forget(self, pending_id: str) -> None:
+        fs.remove(self.spark, self._pending(pending_id))
+        fs.remove(self.spark, self._intent(pending_id))
+
+    def verify(self, current: TableFiles) -> str:
+        """What ``reconcile`` would report, without changing the log."""
+        expected = self.expected_state()
+        if expected is not None and expected.files_digest == current.digest:
+            return ""
+        if self._rolls_forward(expected, current) is not None:
+            return ""
+        return _bypass_reason(expected, current)
+
+    def _rolls_forward(
+        self, expected: LogCommit | None, current: TableFiles
+    ) -> PreparedCommit | None:
+        """The prepared commit that took the table from ``expected`` to ``current``."""
+        if expected is None:
+            return None
+        return next(
+            (
+                p
+                for p in self._pending_commits()
+                if p.before_digest == expected.files_digest
+                and p.commit.files_digest == current.digest
+            ),
+            None,
+        )
+
+    def retired_files(self) -> list[str]:
+        """Files retired by commits that compaction has not processed yet."""
+        return [path for v in self._versions() for path in self._read(v).retired_files]
+
+    def expected_state(self) -> LogCommit | None:
+        """The latest commit (or the compaction marker's copy of it): the state the table
+        should be in; None when the log has no record of it."""
+        versions = self._versions()
+        if versions:
+            return self._read(versions[-1])
+        through = self.earliest_readable()
+        if through == 0:
+            return None
+        text = fs.read_text(self.spark, self._marker(through))
+        return LogCommit.from_json(text) if text else None
+
+    # -- retention ------------------------------------------------------------------------
+
     def compact(self, through: int) -> None:
-        """Forget versions ``<= through``: every reader has consumed them."""
+        """Forget versions ``<= through``: every reader has consumed them.
+
+        Deletes their change rows, preserved links and the data files copy-on-write retired
+        (kept until now for the log's readers and for queries already reading them).
+        """
         previous = self.earliest_readable()
+        through = min(through, self.current_version())
         if through <= previous:
             return
-        # The new marker goes first, so a crash mid-way never exposes a gap as readable.
-        fs.publish_text(self.spark, f"{self.root}/commits/_compacted_through.{through}", "")
-        for version in self._versions():
-            if version <= through:
-                fs.remove(self.spark, self._manifest(version))
-        for name in fs.list_names(self.spark, f"{self.root}/rows"):
-            if int(name.split("-", 1)[0]) <= through:
-                fs.remove(self.spark, f"{self.root}/rows/{name}")
-        fs.remove(self.spark, f"{self.root}/commits/_compacted_through.{previous}")
+        commits = [self._read(version) for version in self._versions() if version <= through]
+        # The marker (with the latest state) goes first: a crash never exposes a gap.
+        last = next((c for c in reversed(commits) if c.version == through), None)
+        fs.publish_text(self.spark, self._marker(through), last.to_json() if last else "")
+        preserved = f"{self.root}/preserved/"
+        for commit in commits:
+            delete_retired(self.spark, commit.retired_files)
+            for parent in {path.rsplit("/", 1)[0] for path in commit.retired_files}:
+                if parent.startswith(preserved) and not fs.list_names(self.spark, parent):
+                    fs.remove(self.spark, parent)
+            for rows in (commit.inserted_rows, commit.deleted_rows):
+                if rows:
+                    fs.remove(self.spark, rows.rsplit("/", 1)[0])
+        for commit in commits:
+            fs.remove(self.spark, self._manifest(commit.version))
+        fs.remove(self.spark, self._marker(previous))
 
     # -- reading -------------------------------------------------------------------------
 
@@ -151,37 +378,78 @@ class ChangeLog:
         versions = [version for version in self._versions() if start < version <= end]
         if versions != list(range(start + 1, end + 1)):
             raise ChangeRangeError(f"{self.root} is missing versions of ({start}, {end}]")
-        return [
-            LogCommit.from_json(fs.read_text(self.spark, self._manifest(version)))
-            for version in versions
-        ]
+        return [self._read(version) for version in versions]
+
+    def unreadable_reason(self, start: int, end: int) -> str:
+        """Why ``net_changes(start, end)`` cannot be answered; "" when it can."""
+        try:
+            commits = self.commits(start, end)
+        except ChangeRangeError as error:
+            return str(error)
+        for commit in commits:
+            if not commit.complete:
+                return (
+                    f"version {commit.version} ({commit.operation}) was not logged row by row"
+                    + (f": {commit.reason}" if commit.reason else "")
+                )
+        return ""
 
     def net_changes(self, start: int, end: int) -> DataFrame:
         """Net changes of versions ``(start, end]`` as a consolidated Z-set (one Spark job)."""
+        reason = self.unreadable_reason(start, end)
+        if reason:
+            raise ChangeRangeError(f"{self.root}: {reason}")
         commits = self.commits(start, end)
-        for commit in commits:
-            if not commit.complete:
-                raise ChangeRangeError(
-                    f"version {commit.version} ({commit.operation}) of {self.root} was not "
-                    "logged row by row"
-                )
+        # A file inserted by reference may have been removed from the table by a later
+        # overwrite, which kept a link to it (Spark deletes files at once; the log cannot).
+        moved = {
+            path: link
+            for commit in self.commits(start, self.current_version())
+            for path, link in commit.preserved.items()
+        }
         parts: list[DataFrame] = []
-        files = [path for commit in commits for path in commit.inserted_files]
-        if files:
-            parts.append(weighted(self._read_table_files(files), +1))
-        inserted = [c.inserted_rows for c in commits if c.inserted_rows is not None]
+        inserted = [
+            FileRef(moved.get(ref.path, ref.path), ref.partition)
+            for commit in commits
+            for ref in commit.inserted_files
+        ]
+        deleted = [
+            FileRef(moved.get(ref.path, ref.path), ref.partition)
+            for commit in commits
+            for ref in commit.deleted_files
+        ]
         if inserted:
-            parts.append(weighted(self._read_rows(inserted), +1))
-        deleted = [c.deleted_rows for c in commits if c.deleted_rows is not None]
+            parts.append(weighted(self._read_files(inserted), +1))
         if deleted:
-            parts.append(weighted(self._read_rows(deleted), -1))
+            parts.append(weighted(self._read_files(deleted), -1))
+        inserted_rows = [c.inserted_rows for c in commits if c.inserted_rows is not None]
+        if inserted_rows:
+            parts.append(weighted(self._read_rows(inserted_rows), +1))
+        deleted_rows = [c.deleted_rows for c in commits if c.deleted_rows is not None]
+        if deleted_rows:
+            parts.append(weighted(self._read_rows(deleted_rows), -1))
         if not parts:
             return self._empty()
         return consolidate(reduce(DataFrame.unionByName, parts))
 
-    def _read_table_files(self, files: list[str]) -> DataFrame:
-        reader = self.spark.read.schema(self.schema).option("basePath", self.table_root)
-        return reader.parquet(*files).select(*self.schema.fieldNames())
+    def _read_files(self, refs: list[FileRef]) -> DataFrame:
+        """Rows of data files; partition values come from the refs, not from paths."""
+        by_partition: dict[PartitionSpec, list[str]] = defaultdict(list)
+        for ref in refs:
+            by_partition[ref.partition].append(ref.path)
+        frames = []
+        for partition, paths in by_partition.items():
+            values = dict(partition)
+            data_schema = StructType([f for f in self.schema.fields if f.name not in values])
+            frame = self.spark.read.schema(data_schema).parquet(*paths)
+            columns: list[Column] = [
+                F.lit(values[f.name]).cast(f.dataType).alias(f.name)
+                if f.name in values
+                else F.col(f"`{f.name}`")
+                for f in self.schema.fields
+            ]
+            frames.append(frame.select(*columns))
+        return reduce(DataFrame.unionByName, frames)
 
     def _read_rows(self, directories: list[str]) -> DataFrame:
         return self.spark.read.schema(self.schema).parquet(*directories)
@@ -194,12 +462,44 @@ class ChangeLog:
         names = fs.list_names(self.spark, f"{self.root}/commits")
         return sorted(int(match.group(1)) for name in names if (match := _MANIFEST.match(name)))
 
+    def _read(self, version: int) -> LogCommit:
+        return LogCommit.from_json(fs.read_text(self.spark, self._manifest(version)))
+
+    def _pending_commits(self) -> list[PreparedCommit]:
+        directory = f"{self.root}/pending"
+        return [
+            PreparedCommit.from_json(
+                name[: -len(".json")], fs.read_text(self.spark, f"{directory}/{name}")
+            )
+            for name in fs.list_names(self.spark, directory)
+            if name.endswith(".json") and not fs.is_hidden(name)
+        ]
+
     def _manifest(self, version: int) -> str:
         return f"{self.root}/commits/{version:020d}.json"
+
+    def _marker(self, through: int) -> str:
+        return f"{self.root}/commits/_compacted_through.{through}"
+
+    def _pending(self, pending_id: str) -> str:
+        return f"{self.root}/pending/{pending_id}.json"
+
+    def _intent(self, pending_id: str) -> str:
+        return f"{self.root}/pending/{pending_id}.intent"
+
+
+def _bypass_reason(expected: LogCommit | None, current: TableFiles) -> str:
+    if expected is None or not expected.files_digest:
+        return "the change log has no record of the table's files"
+    return (
+        "the table's files changed outside sparkmv's change capture (the log expected "
+        f"{expected.file_count} data files, the table has {len(current.files)}); its change "
+        "log was resynchronised"
+    )
 
 
 class ConcurrentCommitError(Exception):
     """Another writer published the version this commit wanted."""
 
 
-__all__ = ["WEIGHT", "ChangeLog", "ConcurrentCommitError", "LogCommit"]
+__all__ = ["WEIGHT", "ChangeLog", "ConcurrentCommitError", "FileRef", "LogCommit"]

@@ -20,12 +20,14 @@ from pyspark.sql import SparkSession
 
 from sparkmv import fs
 from sparkmv.capture.change_log import ChangeLog
+from sparkmv.capture.files import TableFiles, list_table_files
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
 from sparkmv.config import LOG_DIR_NAME
 from sparkmv.parse.statements import TableName, sql_string
 
 TRACKABLE_PROVIDERS = frozenset({"parquet"})
+TRACKING_KEYS = (keys.TRACKING_LOG, keys.TRACKING_DEPENDENTS)
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,11 @@ class Tracking:
         if reason or entry is None:
             return TableTracking(table, None, reason)
         dependents = set(json.loads(entry.properties.get(keys.TRACKING_DEPENDENTS, "[]")))
-        log_root = entry.properties.get(keys.TRACKING_LOG) or self._new_log_root(table)
+        log_root = entry.properties.get(keys.TRACKING_LOG)
+        if log_root is None:
+            # The log starts with the table's current files: the state it vouches for.
+            log_root = self._new_log_root(table)
+            ChangeLog(self.spark, log_root, entry.schema).commit("START", self.files(table))
         if str(view) not in dependents:
             dependents.add(str(view))
             self._set(
@@ -79,9 +85,7 @@ class Tracking:
                     keys.TRACKING_DEPENDENTS: json.dumps(sorted(dependents)),
                 },
             )
-        return TableTracking(
-            table, ChangeLog(self.spark, log_root, entry.schema, entry.location or "")
-        )
+        return TableTracking(table, ChangeLog(self.spark, log_root, entry.schema))
 
     def stop(self, table: TableName, view: TableName) -> None:
         """Remove ``view`` from ``table``'s dependents; the last one ends capture."""
@@ -99,13 +103,25 @@ class Tracking:
         )
         fs.remove(self.spark, entry.properties[keys.TRACKING_LOG])
 
+    def files(self, table: TableName) -> TableFiles:
+        return list_table_files(self.spark, self.catalog, table)
+
+    def dependents(self, table: TableName) -> list[TableName]:
+        entry = self.catalog.entry(table)
+        names = json.loads((entry.properties if entry else {}).get(keys.TRACKING_DEPENDENTS, "[]"))
+        return [TableName.parse_qualified(name) for name in names]
+
+    def restore(self, table: TableName, properties: dict[str, str]) -> None:
+        """Put tracking properties back on a table that a write re-created without them."""
+        self._set(table, {key: properties[key] for key in TRACKING_KEYS if key in properties})
+
     def _set(self, table: TableName, values: dict[str, str]) -> None:
         listed = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in values.items())
         self.spark.sql(f"ALTER TABLE {table.quoted} SET TBLPROPERTIES ({listed})")
 
     def _log(self, entry: CatalogEntry) -> ChangeLog:
         root = entry.properties[keys.TRACKING_LOG]
-        return ChangeLog(self.spark, root, entry.schema, entry.location or "")
+        return ChangeLog(self.spark, root, entry.schema)
 
     def _new_log_root(self, table: TableName) -> str:
         suffix = uuid.uuid4().hex[:8]

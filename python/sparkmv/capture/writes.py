@@ -1,69 +1,183 @@
-"""Captured writes: what a Spark file write to a tracked table changed, into its change log.
+"""Captured writes: what a Spark write to a tracked table changed, into its change log.
 
-The shim wraps every file write to a tracked table (``CapturedWriteCommand``) and calls
-``before`` and, once the write succeeded, ``after``. The difference of the table's file
-listings tells what happened:
+The shim wraps every write Spark runs on a tracked table (``CapturedWriteCommand`` for file
+writes, ``CapturedReplaceCommand`` for TRUNCATE, DROP PARTITION and ``saveAsTable``
+overwrite) and calls ``before`` and, once the write succeeded, ``after``; ``abort`` if it
+failed. The table's files before and after tell what happened:
 
-- files only added (``INSERT INTO``, ``insertInto``, ``saveAsTable`` append): an INSERT
-  commit that references the new files, so the rows are never written twice;
-- files removed (``INSERT OVERWRITE``, whole table or partitions): the replaced rows are gone
-  before they could be logged, so the commit is marked *incomplete*: the log then cannot
-  answer for any range that includes it, and dependent views refresh fully.
+- files added (``INSERT INTO``, ``insertInto``, ``saveAsTable`` append): the commit
+  references the new files as inserted, so the rows are never written twice;
+- files removed (``INSERT OVERWRITE`` of the table or of partitions, TRUNCATE, DROP
+  PARTITION, ``saveAsTable`` overwrite): an overwrite links every file of the table into the
+  log before it runs (a hard link costs a directory entry, not a copy), so the rows it
+  removes stay readable as the commit's deleted files until compaction.
+
+``before`` first reconciles the log with the table, so a change that bypassed capture is
+never attributed to this write.
 """
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
 from sparkmv import fs
+from sparkmv.capture.change_log import ChangeLog, FileRef
+from sparkmv.capture.files import TableFiles, unit_base
 from sparkmv.capture.tracking import Tracking
+from sparkmv.catalog import properties as keys
+from sparkmv.catalog.views import CatalogEntry
 from sparkmv.parse.statements import TableName
+
+OVERWRITE_MODE = "Overwrite"
+"""The ``SaveMode`` name the shim passes for writes that may remove data."""
+DROP = "Drop"
+"""What the shim passes for DROP TABLE (see ``Capture`` in the shim)."""
+REPLACE_TABLE = "ReplaceTable"
+"""What the shim passes for ``saveAsTable`` overwrite, which drops and re-creates the table."""
+
+
+@dataclass(frozen=True)
+class _WriteInFlight:
+    table: TableName
+    log: ChangeLog
+    before: TableFiles
+    preserved: dict[str, str]  # table file → its link in the log
+    properties: dict[str, str]  # the table's properties before the write
 
 
 class WriteCapture:
-    """Holds the file listing taken before each write in flight, by token."""
+    """Holds the state taken before each write in flight, by token."""
 
     def __init__(self, spark: SparkSession, tracking: Tracking) -> None:
         self.spark = spark
         self.tracking = tracking
-        self._before: dict[str, frozenset[str]] = {}
+        self._in_flight: dict[str, _WriteInFlight] = {}
+        self._dropping: dict[str, list[str]] = {}
 
-    def before(self, table: TableName) -> str:
+    def before(self, table: TableName, mode: str) -> str:
         token = uuid.uuid4().hex
-        self._before[token] = self.data_files(table)
+        entry = self.tracking.catalog.entry(table)
+        if mode == DROP:
+            self._dropping[token] = self._kept_beside(entry)
+            return token
+        state = self.tracking.state(table)
+        if state.log is not None and entry is not None:
+            files = self.tracking.files(table)
+            state.log.reconcile(files, writer=True)
+            replaces = mode in (OVERWRITE_MODE, REPLACE_TABLE)
+            preserved = self._preserve(state.log, files) if replaces else {}
+            self._in_flight[token] = _WriteInFlight(
+                table, state.log, files, preserved, entry.properties
+            )
+        if mode == REPLACE_TABLE and entry is not None:
+            self._clear_beside_location(entry)
         return token
 
-    def after(self, table: TableName, token: str) -> None:
-        before = self._before.pop(token)
-        state = self.tracking.state(table)
-        if state.log is None:
+    def _clear_beside_location(self, entry: CatalogEntry) -> None:
+        """Before a managed table is dropped and created again at its original location,
+        empty that location but for the current version directory (Spark refuses to create a
+        managed table over a non-empty directory). What the log may read was preserved."""
+        location = (entry.location or "").rstrip("/")
+        base = unit_base(location)
+        if entry.table_type != "MANAGED" or base == location:
             return
-        after = self.data_files(table)
-        added, removed = sorted(after - before), sorted(before - after)
-        if removed:
-            state.log.commit("OVERWRITE", complete=False)
-        elif added:
-            state.log.commit("INSERT", inserted_files=added)
+        for name in fs.list_names(self.spark, base):
+            if f"{base}/{name}" != location:
+                fs.remove(self.spark, f"{base}/{name}")
+
+    def _preserve(self, log: ChangeLog, files: TableFiles) -> dict[str, str]:
+        """Link into the log every file the write may delete that the log may still read:
+        the table's files, and files copy-on-write retired but compaction has not deleted
+        yet (Spark's overwrites delete partition directories recursively)."""
+        directory = log.preserved_dir()
+        retired = [
+            path
+            for path in log.retired_files()
+            if not path.startswith(log.root) and fs.exists(self.spark, path)
+        ]
+        links = {}
+        for number, path in enumerate([file.path for file in files.files] + retired):
+            links[path] = f"{directory}/{number:06d}-{path.rsplit('/', 1)[-1]}"
+            fs.link(self.spark, path, links[path])
+        return links
+
+    def _kept_beside(self, entry: CatalogEntry | None) -> list[str]:
+        """What sparkmv keeps beside a table's data that DROP TABLE would leave behind: a
+        managed table's original directory, once copy-on-write moved its data into a version
+        directory below it (Spark deletes only the current location), and a change log."""
+        if entry is None or entry.table_type == "VIEW":
+            return []
+        kept = []
+        location = entry.location or ""
+        if entry.table_type == "MANAGED" and unit_base(location) != location.rstrip("/"):
+            kept.append(unit_base(location))
+        if keys.TRACKING_LOG in entry.properties:
+            kept.append(entry.properties[keys.TRACKING_LOG])
+        return kept
+
+    def after(self, table: TableName, token: str) -> None:
+        if token in self._dropping:
+            kept = self._dropping.pop(token)
+            if self.tracking.catalog.entry(table) is None:
+                for path in kept:
+                    fs.remove(self.spark, path)
+            return
+        write = self._in_flight.pop(token, None)
+        if write is None:
+            return
+        entry = self.tracking.catalog.entry(table)
+        if entry is not None and not self.tracking.state(table).log:
+            # saveAsTable overwrite dropped and re-created the table, properties and all.
+            self.tracking.restore(table, write.properties)
+        after = self.tracking.files(table)
+        before_paths, after_paths = write.before.by_path(), after.by_path()
+        added = [FileRef.of(after_paths[p]) for p in sorted(after_paths.keys() - before_paths)]
+        removed = sorted(before_paths.keys() - after_paths)
+        vanished = [  # retired files the write deleted: the log reads their links instead
+            path
+            for path in write.preserved.keys() - before_paths.keys()
+            if not fs.exists(self.spark, path)
+        ]
+        moved = {path: write.preserved[path] for path in [*removed, *vanished]}
+        kept_links = list(moved.values())
+        for path, link in write.preserved.items():
+            if path not in moved:
+                fs.remove(self.spark, link)
+        problem = ""
+        if entry is None or entry.schema != write.log.schema:
+            problem = "the write changed the table's schema"
+        elif len(kept_links) < len(removed):
+            problem = "the write removed files that were not preserved"
+        if problem:
+            write.log.commit(
+                "REPLACE",
+                after,
+                retired_files=kept_links,
+                preserved={
+                    path: write.preserved[path] for path in removed if path in write.preserved
+                },
+                complete=False,
+                reason=problem,
+            )
+            return
+        if not added and not removed and not vanished:
+            return
+        write.log.commit(
+            "OVERWRITE" if removed else "INSERT",
+            after,
+            inserted_files=added,
+            deleted_files=[FileRef(write.preserved[p], before_paths[p].partition) for p in removed],
+            retired_files=kept_links,
+            preserved=moved,
+        )
 
     def abort(self, token: str) -> None:
         """The write failed: nothing to log."""
-        self._before.pop(token, None)
-
-    def data_files(self, table: TableName) -> frozenset[str]:
-        """The table's data files (hidden and ``_``-prefixed entries excluded)."""
-        entry = self.tracking.catalog.entry(table)
-        if entry is None or not entry.location:
-            return frozenset()
-        filesystem, root = fs.filesystem(self.spark, entry.location)
-        if not filesystem.exists(root):
-            return frozenset()
-        files = filesystem.listFiles(root, True)
-        found = set()
-        while files.hasNext():
-            path = files.next().getPath()
-            relative = str(path.toUri().getPath())[len(str(root.toUri().getPath())) :]
-            if not any(part.startswith(("_", ".")) for part in relative.split("/") if part):
-                found.add(str(path.toString()))
-        return frozenset(found)
+        self._dropping.pop(token, None)
+        write = self._in_flight.pop(token, None)
+        if write is not None:
+            for link in write.preserved.values():
+                fs.remove(self.spark, link)

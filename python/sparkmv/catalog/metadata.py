@@ -43,6 +43,25 @@ class RefreshStats:
 
 
 @dataclass(frozen=True)
+class LogPosition:
+    """How far a view has consumed a base table's change log: the log (its root, so a table
+    re-created under the same name, with a new log, is never read against an old version)
+    and the version."""
+
+    log: str
+    version: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"log": self.log, "version": self.version}
+
+    @classmethod
+    def from_json(cls, value: object) -> LogPosition:
+        if isinstance(value, dict):
+            return cls(str(value["log"]), int(value["version"]))
+        return cls("", int(str(value)))  # written before logs were identified
+
+
+@dataclass(frozen=True)
 class MvMetadata:
     name: TableName
     query: str
@@ -55,7 +74,7 @@ class MvMetadata:
     row_count: int
     created_ms: int
     stats: RefreshStats = field(default_factory=RefreshStats)
-    consumed_versions: dict[str, int] = field(default_factory=dict)  # change-log version per table
+    consumed_versions: dict[str, LogPosition] = field(default_factory=dict)  # per base table
     format_version: int = keys.FORMAT_VERSION
 
     def with_changes(self, **changes: object) -> MvMetadata:
@@ -84,7 +103,10 @@ class MvMetadata:
                 keys.LAST_REASON: s.last_reason,
                 keys.LAST_REFRESHED_AT: str(s.last_refreshed_ms),
                 keys.LAST_DURATION: str(s.last_duration_ms),
-                keys.CONSUMED_VERSIONS: json.dumps(self.consumed_versions, sort_keys=True),
+                keys.CONSUMED_VERSIONS: json.dumps(
+                    {table: p.to_json() for table, p in self.consumed_versions.items()},
+                    sort_keys=True,
+                ),
             }
         )
 
@@ -124,6 +146,11 @@ class MvMetadata:
                 last_refreshed_ms=number(keys.LAST_REFRESHED_AT),
                 last_duration_ms=number(keys.LAST_DURATION),
             ),
-            consumed_versions=json.loads(values.get(keys.CONSUMED_VERSIONS) or "{}"),
+            consumed_versions={
+                table: LogPosition.from_json(position)
+                for table, position in json.loads(
+                    values.get(keys.CONSUMED_VERSIONS) or "{}"
+                ).items()
+            },
             format_version=version,
         )

@@ -31,7 +31,7 @@ LAST_MODE = "sparkmv.last_refresh.mode"
 LAST_REASON = "sparkmv.last_refresh.reason"
 LAST_REFRESHED_AT = "sparkmv.last_refresh.at_ms"
 LAST_DURATION = "sparkmv.last_refresh.duration_ms"
-CONSUMED_VERSIONS = "sparkmv.consumed_versions"  # JSON {base table: change-log version}
+CONSUMED_VERSIONS = "sparkmv.consumed_versions"  # JSON {base table: {log, version}}
 
 # On base tables (not views): change capture.
 TRACKING_LOG = "sparkmv.tracking.log"  # root of the table's change log

@@ -32,6 +32,7 @@ class CatalogEntry:
     properties: dict[str, str]
     schema: StructType
     comment: str | None
+    partition_columns: tuple[str, ...] = ()
 
     @property
     def is_materialized_view(self) -> bool:
@@ -53,6 +54,24 @@ class ViewCatalog:
             self._bridge = getattr(self._bridge, part)
         self._session: Any = spark._jsparkSession
 
+    def data_locations(self, table: TableName) -> list[tuple[dict[str, str | None] | None, str]]:
+        """Where ``table``'s data lives: ``[(None, location)]`` if it is unpartitioned, else
+        ``(partition spec, location)`` per partition, as the metastore records them."""
+        units = json.loads(self._bridge.dataLocations(self._session, table.database, table.name))
+        return [(spec, location) for spec, location in units]
+
+    def swap_locations(
+        self,
+        table: TableName,
+        units: list[tuple[dict[str, str] | None, str]],
+        empty_location: str,
+    ) -> None:
+        """Point data units at new locations in one metastore call (the commit point of a
+        copy-on-write); partitions that do not exist yet start over ``empty_location``."""
+        self._bridge.swapLocations(
+            self._session, table.database, table.name, json.dumps(units), empty_location
+        )
+
     def resolve(self, name: TableName) -> TableName:
         """``name`` qualified with the current database; names are case-insensitive."""
         database = name.database or self.spark.catalog.currentDatabase()
@@ -70,6 +89,7 @@ class ViewCatalog:
             properties=dict(found.properties()),
             schema=StructType.fromJson(json.loads(found.schemaJson())),
             comment=found.comment(),
+            partition_columns=tuple(found.partitionColumns()),
         )
 
     def find_entry(self, name: TableName) -> CatalogEntry | None:

@@ -108,7 +108,7 @@ def execute_create(
     if plan.replaces is None:
         # A crash between an earlier DROP's catalog change and its file removal leaves data.
         snapshot.remove_path(context.spark, root)
-    consumed = context.start_tracking(plan.name, plan.query.base_tables)
+    consumed, _ = context.start_tracking(plan.name, plan.query.base_tables)  # it reads all
     try:
         path, rows = write_new_snapshot(context.spark, root, plan.data)
     except BaseException:

@@ -12,7 +12,6 @@ from sparkmv.parse.statements import DescribeStatement, TableName
 
 RESULT_SCHEMA = "col_name STRING, data_type STRING, comment STRING"
 SECTION = "# Materialized View Information"
-CAPTURE_NOTE = " (appends are logged; overwrites make the log incomplete)"
 
 
 def run(context: CommandContext, statement: DescribeStatement) -> Rows:
@@ -41,16 +40,22 @@ def change_logs(context: CommandContext, view: MvMetadata) -> list[tuple[str, st
         if state.log is None:
             rows.append((f"Change Log {qualified}", f"not tracked: {state.untracked_reason}"))
             continue
-        consumed = view.consumed_versions.get(qualified, 0)
+        position = view.consumed_versions.get(qualified)
+        consumed = position.version if position else 0
         current = state.log.current_version()
+        problem = state.log.verify(context.tracking.files(state.table))
+        if position is None or position.log != state.log.root:
+            problem = problem or "the view has not read this table's current change log"
         try:
+            if problem:
+                raise ChangeRangeError(problem)
             pending = state.log.net_changes(consumed, current).count() if current > consumed else 0
         except ChangeRangeError as error:
             text = f"the next refresh is full: {error}"
         else:
             text = (
                 f"consumed version {consumed}, current version {current}, {pending} pending "
-                f"rows logged{CAPTURE_NOTE}"
+                "rows logged"
             )
         rows.append((f"Change Log {qualified}", text))
     return rows

@@ -8,7 +8,7 @@ from sparkmv.apply.materialize import full_refresh, now_ms
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.parse.statements import RefreshMode, RefreshStatement
-from sparkmv.plan.refresh_plan import RefreshPlan, plan_refresh
+from sparkmv.plan.refresh_plan import FULL, RefreshPlan, plan_refresh
 
 RESULT_SCHEMA = (
     "mode STRING, reason STRING, rows_inserted BIGINT, rows_deleted BIGINT, duration_ms BIGINT"
@@ -27,7 +27,9 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     started = now_ms()
     view = context.catalog.get(context.catalog.resolve(statement.name))
     plan = refresh_plan(view, statement.mode)
-    consumed = context.start_tracking(view.name, view.base_tables)
+    consumed, missed = context.start_tracking(view.name, view.base_tables)
+    if missed:  # a log that missed changes cannot say what changed: recompute
+        plan = RefreshPlan(FULL, "; ".join(missed))
     data = query_dataframe(context.spark, view.query, view.query_database)
     updated = full_refresh(
         context.spark,
@@ -37,4 +39,5 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
         plan.reason,
         started,
     )
+    context.compact_logs(view.base_tables)
     return [(plan.mode, plan.reason, updated.row_count, view.row_count, now_ms() - started)]

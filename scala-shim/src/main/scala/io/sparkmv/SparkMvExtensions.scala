@@ -2,7 +2,7 @@ package io.sparkmv
 
 import org.apache.spark.sql.SparkSessionExtensions
 
-import io.sparkmv.analysis.{CaptureTrackedWrites, RerouteSparkMaterializedView}
+import io.sparkmv.analysis.{CaptureTrackedWrites, PlanRowLevelWrites, RerouteSparkMaterializedView}
 import io.sparkmv.parser.SparkMvParser
 
 /**
@@ -17,6 +17,7 @@ class SparkMvExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectParser((_, delegate) => new SparkMvParser(delegate))
     // analyzer
     extensions.injectResolutionRule(_ => RerouteSparkMaterializedView)
+    extensions.injectPostHocResolutionRule(_ => PlanRowLevelWrites)
     extensions.injectPostHocResolutionRule(_ => CaptureTrackedWrites)
   }
 }

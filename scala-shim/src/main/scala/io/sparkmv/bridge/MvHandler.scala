@@ -20,6 +20,18 @@ trait MvHandler {
    * phase "ABORT" once it failed, and records nothing.
    */
   def captureWrite(phase: String, database: String, table: String, detail: String): AnyRef
+
+  /**
+   * Runs a DELETE, UPDATE or MERGE on `database.table` from its plan of row changes
+   * (`io.sparkmv.capture.RowLevelChanges`; null when `unsupported` says why there is none):
+   * the result rows as JSON, or a `Throwable`.
+   */
+  def rowLevelWrite(
+      kind: String,
+      database: String,
+      table: String,
+      changes: org.apache.spark.sql.DataFrame,
+      unsupported: String): AnyRef
 }
 
 /** The JVM-wide handler, set by `sparkmv.attach(spark)`. */
@@ -40,6 +52,15 @@ object MvHandlerRegistry {
 
   def captureWrite(phase: String, database: String, table: String, detail: String): String =
     rethrowOr(handler.captureWrite(phase, database, table, detail)).asInstanceOf[String]
+
+  def rowLevelWrite(
+      kind: String,
+      database: String,
+      table: String,
+      changes: org.apache.spark.sql.DataFrame,
+      unsupported: String): String =
+    rethrowOr(handler.rowLevelWrite(kind, database, table, changes, unsupported))
+      .asInstanceOf[String]
 
   def resultSchema(kind: String, sqlText: String): String =
     rethrowOr(handler.resultSchema(kind, sqlText)).asInstanceOf[String]

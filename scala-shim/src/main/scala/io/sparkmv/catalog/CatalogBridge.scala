@@ -4,7 +4,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.catalyst.TableIdentifier
 import org.apache.spark.sql.catalyst.analysis.{NoSuchNamespaceException, NoSuchTableException}
-import org.apache.spark.sql.catalyst.catalog.CatalogTable
+import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogTablePartition}
 import org.apache.spark.sql.classic.SparkSession
 
 /**
@@ -20,7 +20,8 @@ object CatalogBridge {
       location: String,
       properties: java.util.Map[String, String],
       schemaJson: String,
-      comment: String)
+      comment: String,
+      partitionColumns: java.util.List[String])
 
   /** The table or view `db.name`, or null when it does not exist. */
   def table(spark: SparkSession, db: String, name: String): TableInfo = {
@@ -33,7 +34,8 @@ object CatalogBridge {
       table.storage.locationUri.map(_.toString).orNull,
       table.properties.asJava,
       table.schema.json,
-      table.comment.orNull)
+      table.comment.orNull,
+      table.partitionColumnNames.asJava)
   }
 
   /** Properties of every table and view of `db` that has property `key`, by name. */
@@ -70,4 +72,73 @@ object CatalogBridge {
         properties = current.properties ++ setProperties.asScala))
     catalog.refreshTable(ident)
   }
+
+  /**
+   * Where the table's data lives: `[[null, location]]` for an unpartitioned table, otherwise
+   * `[[{column: value}, location], ...]` per partition (values as the catalog stores them).
+   */
+  def dataLocations(spark: SparkSession, db: String, name: String): String = {
+    val catalog = spark.sessionState.catalog
+    val ident = TableIdentifier(name, Some(db))
+    val table = catalog.getTableMetadata(ident)
+    val units: Seq[java.util.List[AnyRef]] =
+      if (table.partitionColumnNames.isEmpty)
+        Seq(java.util.Arrays.asList(null, table.location.toString))
+      else
+        catalog.listPartitions(ident).map { partition =>
+          java.util.Arrays.asList(partition.spec.asJava, partition.location.toString)
+        }
+    json.writeValueAsString(units.asJava)
+  }
+
+  /**
+   * Points data units at new locations in one metastore call, so a reader sees all the old
+   * locations or all the new ones: the table's location (`[[null, location]]`) or partitions'
+   * (`[[{column: value}, location], ...]`). Partitions that do not exist yet are first created
+   * over `emptyLocation` (no rows, so the two calls are one change to a reader).
+   */
+  def swapLocations(
+      spark: SparkSession,
+      db: String,
+      name: String,
+      unitsJson: String,
+      emptyLocation: String): Unit = {
+    val catalog = spark.sessionState.catalog
+    val ident = TableIdentifier(name, Some(db))
+    val units = json.readTree(unitsJson).elements().asScala.toSeq.map { unit =>
+      val spec = unit.get(0)
+      val location = new java.net.URI(unit.get(1).asText())
+      val values =
+        if (spec.isNull) None
+        else Some(spec.fields().asScala.map(e => e.getKey -> e.getValue.asText()).toMap)
+      values -> location
+    }
+    units.collectFirst { case (None, location) => location } match {
+      case Some(location) =>
+        val table = catalog.getTableMetadata(ident)
+        catalog.alterTable(table.copy(storage = table.storage.copy(locationUri = Some(location))))
+      case None =>
+        val specs = units.flatMap(_._1)
+        val existing = catalog.listPartitions(ident).map(p => p.spec -> p).toMap
+        val missing = specs.filterNot(existing.contains)
+        if (missing.nonEmpty) {
+          val storage = catalog.getTableMetadata(ident).storage
+          val empty = storage.copy(locationUri = Some(new java.net.URI(emptyLocation)))
+          catalog.createPartitions(
+            ident,
+            missing.map(spec => CatalogTablePartition(spec, empty)),
+            ignoreIfExists = true)
+        }
+        val current = catalog.listPartitions(ident).map(p => p.spec -> p).toMap
+        catalog.alterPartitions(
+          ident,
+          units.collect { case (Some(spec), location) =>
+            val partition = current(spec)
+            partition.copy(storage = partition.storage.copy(locationUri = Some(location)))
+          })
+    }
+    catalog.refreshTable(ident)
+  }
+
+  private val json = new com.fasterxml.jackson.databind.ObjectMapper()
 }

@@ -1,0 +1,91 @@
+"""What change capture costs, from one run (issue: change capture).
+
+1. ``INSERT`` of N rows into a tracked table (a materialized view reads it, so the write is
+   logged) vs the same insert into an untracked table: the ratio is capture's overhead
+   (two file listings and a log commit; the rows are referenced, never copied).
+2. ``DELETE`` of 0.1% of the rows of a table of M rows in F files by copy-on-write: once
+   spread over every file (``id % 1000 = 0``) and once concentrated in one file
+   (``id < M / 1000``). The rewrite should follow the affected files: the concentrated
+   delete rewrites one file and links the others.
+
+``python bench/capture.py [insert_rows] [table_rows] [files]`` (defaults 1M, 10M, 40).
+Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import sparkmv
+from pyspark.sql import SparkSession
+
+
+def seconds(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def track(spark: SparkSession, table: str) -> None:
+    spark.sql(f"CREATE MATERIALIZED VIEW {table}_count AS SELECT count(*) AS n FROM {table}")
+
+
+def insert_overhead(spark: SparkSession, rows: int) -> None:
+    for table in ("tracked", "untracked"):
+        spark.sql(f"CREATE TABLE {table} (id BIGINT, v BIGINT) USING parquet")
+        spark.sql(f"INSERT INTO {table} VALUES (0, 0)")  # warm up the write path
+    track(spark, "tracked")
+    insert = "INSERT INTO {} SELECT id, id % 97 FROM range({})"
+    untracked = seconds(lambda: spark.sql(insert.format("untracked", rows)).collect())
+    tracked = seconds(lambda: spark.sql(insert.format("tracked", rows)).collect())
+    print(
+        f"INSERT {rows:,} rows: untracked {untracked:.2f} s, tracked {tracked:.2f} s, "
+        f"ratio {tracked / untracked:.2f}x"
+    )
+
+
+def table_files(spark: SparkSession, table: str) -> dict[str, int]:
+    location = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").where("col_name = 'Location'")
+    root = Path(str(location.first()[1]).removeprefix("file:"))  # type: ignore[index]
+    return {p.name: p.stat().st_ino for p in root.glob("part-*.parquet")}
+
+
+def delete_cost(spark: SparkSession, rows: int, files: int) -> None:
+    print(f"DELETE of 0.1% of {rows:,} rows in {files} files (tracked, copy-on-write):")
+    results = {}
+    for name, condition in (("spread", "id % 1000 = 0"), ("concentrated", f"id < {rows // 1000}")):
+        table = f"big_{name}"
+        spark.range(rows).selectExpr("id", "id % 97 AS v").repartitionByRange(
+            files, "id"
+        ).write.format("parquet").saveAsTable(table)
+        track(spark, table)
+        before = table_files(spark, table)
+        delete = f"DELETE FROM {table} WHERE {condition}"
+        elapsed = seconds(spark.sql(delete).collect)
+        after = table_files(spark, table)
+        linked = sum(1 for name_, inode in after.items() if before.get(name_) == inode)
+        results[name] = elapsed
+        print(
+            f"  {name:<13} {elapsed:6.2f} s  files rewritten {len(after) - linked:3d}, "
+            f"linked {linked:3d}"
+        )
+    print(f"  spread / concentrated: {results['spread'] / results['concentrated']:.1f}x")
+
+
+def main() -> None:
+    insert_rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    table_rows = int(sys.argv[2]) if len(sys.argv) > 2 else 10_000_000
+    files = int(sys.argv[3]) if len(sys.argv) > 3 else 40
+    with tempfile.TemporaryDirectory() as warehouse:
+        spark = sparkmv.session(warehouse, **{"spark.sql.shuffle.partitions": "4"})
+        insert_overhead(spark, insert_rows)
+        delete_cost(spark, table_rows, files)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,295 @@
+"""``DELETE``, ``UPDATE`` and ``MERGE`` on parquet tables, by copy-on-write.
+
+The shim hands over the statement as a DataFrame of row changes (``RowLevelChanges.scala``:
+the table's columns as the statement leaves each row, then the row's file, its position in
+the file, its action — keep, update, delete or insert — and whether a MERGE matched it).
+Only the *data units* (the table, or the partitions) holding affected files change:
+
+1. find the affected files ``F`` (files with an updated or deleted row);
+2. write the rows of ``F`` that stay (kept, updated) and the inserted rows to a staging
+   directory, partitioned like the table;
+3. give each touched unit a new directory — ``<table>/_sparkmv_<id>`` for an unpartitioned
+   table, ``<table>/_sparkmv_<id>/<partition path>`` for partitions — holding its rewritten
+   files plus hard links to its files outside ``F`` (no copy);
+4. point the units at their new directories in **one metastore call** — the commit point: a
+   reader (plain Spark included) sees every old location or every new one;
+5. log the write: the new files as inserted, ``F`` as deleted (Hanson §2.2; the rows kept
+   cancel in the net changes), the old units' files as retired (compaction deletes them).
+
+Recovery: the log commit is *prepared* before the swap (``ChangeLog.prepare``). A process
+killed after the swap leaves the table in the prepared state, and ``reconcile`` publishes the
+commit; killed before it, the table is untouched and the prepared files are removed.
+Untracked tables take the same path without a log; their old files are deleted by the next
+copy-on-write (so queries already reading them can finish).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from sparkmv import fs
+from sparkmv.capture.change_log import ChangeLog, FileRef
+from sparkmv.capture.files import (
+    DEFAULT_PARTITION_NAME,
+    VERSION_DIR_PREFIX,
+    DataFile,
+    DataUnit,
+    PartitionSpec,
+    TableFiles,
+    delete_retired,
+    spec_from_path,
+    spec_path,
+    unit_base,
+)
+from sparkmv.capture.tracking import Tracking
+from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.faults import checkpoint
+from sparkmv.parse.statements import TableName
+
+MERGE = "MERGE"
+KEEP, UPDATE, DELETE, INSERT = "keep", "update", "delete", "insert"
+
+
+@dataclass(frozen=True)
+class RowChanges:
+    """The shim's DataFrame of row changes; its last four columns describe each row."""
+
+    frame: DataFrame
+
+    @property
+    def table_columns(self) -> list[str]:
+        return self.frame.columns[:-4]
+
+    def _column(self, position: int) -> Any:
+        return F.col(f"`{self.frame.columns[position]}`")
+
+    @property
+    def file(self) -> Any:
+        return self._column(-4)
+
+    @property
+    def row(self) -> Any:
+        return self._column(-3)
+
+    @property
+    def action(self) -> Any:
+        return self._column(-2)
+
+    @property
+    def matched(self) -> Any:
+        return self._column(-1)
+
+
+@dataclass(frozen=True)
+class RowLevelSummary:
+    affected_files: tuple[str, ...]  # as ``_metadata.file_path`` spells them
+    counts: Counter[str]
+
+    @property
+    def result(self) -> tuple[int, ...]:
+        changed = self.counts[UPDATE] + self.counts[DELETE] + self.counts[INSERT]
+        return (changed, self.counts[UPDATE], self.counts[DELETE], self.counts[INSERT])
+
+
+def run_row_level_write(
+    tracking: Tracking, kind: str, table: TableName, frame: Any, unsupported: str
+) -> tuple[int, ...]:
+    """Runs the statement; its result row (``num_affected_rows`` and, for MERGE, the
+    updated, deleted and inserted counts)."""
+    if unsupported:
+        raise SparkMvError(
+            ErrorClass.ROW_LEVEL_WRITE_NOT_SUPPORTED,
+            statement=kind,
+            table=table,
+            reason=unsupported,
+        )
+    changes = RowChanges(DataFrame(frame, tracking.spark))
+    log = tracking.state(table).log
+    before = tracking.files(table)
+    if log is not None:
+        log.reconcile(before, writer=True)
+    if kind == MERGE:
+        check_merge_cardinality(changes, table)
+    summary = summarize(changes)
+    if summary.affected_files or summary.counts[INSERT]:
+        CopyOnWrite(tracking, kind, table, log, before, changes, summary).run()
+    return summary.result if kind == MERGE else summary.result[:1]
+
+
+def check_merge_cardinality(changes: RowChanges, table: TableName) -> None:
+    """SQL's rule: a target row may match at most one source row."""
+    repeated = (
+        changes.frame.where(changes.matched)
+        .groupBy(changes.file, changes.row)
+        .count()
+        .where(F.col("count") > 1)
+        .limit(1)
+        .collect()
+    )
+    if repeated:
+        raise SparkMvError(ErrorClass.MERGE_CARDINALITY_VIOLATION, table=table)
+
+
+def summarize(changes: RowChanges) -> RowLevelSummary:
+    """One job: rows per action and affected file (the result is small: files, not rows)."""
+    counts: Counter[str] = Counter()
+    affected = set()
+    grouped = changes.frame.where(changes.action != KEEP).groupBy(changes.action, changes.file)
+    for action, file, count in grouped.count().collect():
+        counts[action] += count
+        if action in (UPDATE, DELETE):
+            affected.add(file)
+    return RowLevelSummary(tuple(sorted(affected)), counts)
+
+
+class CopyOnWrite:
+    """Steps 2–5 of the module docstring for one statement."""
+
+    def __init__(
+        self,
+        tracking: Tracking,
+        kind: str,
+        table: TableName,
+        log: ChangeLog | None,
+        before: TableFiles,
+        changes: RowChanges,
+        summary: RowLevelSummary,
+    ) -> None:
+        self.catalog = tracking.catalog
+        self.spark = tracking.spark
+        self.kind = kind
+        self.table = table
+        self.log = log
+        self.before = before
+        self.changes = changes
+        self.summary = summary
+        entry = self.catalog.entry(table)
+        assert entry is not None and entry.location is not None
+        # An unpartitioned table's location may be a version directory: work beside it.
+        self.root = unit_base(fs.qualified(self.spark, entry.location))
+        self.partition_columns = entry.partition_columns
+        write_id = uuid.uuid4().hex[:12]
+        # One directory per statement, beside (never inside) Spark's partition directories,
+        # which Spark's own overwrites delete recursively.
+        self.version_dir = f"{self.root}/{VERSION_DIR_PREFIX}{write_id}"
+        self.staging = f"{self.root}/{VERSION_DIR_PREFIX}staging-{write_id}"
+        jvm: Any = self.spark._jvm
+        self.affected = {
+            str(jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(path)).toString())
+            for path in summary.affected_files
+        }
+
+    def run(self) -> None:
+        pending_id = self.log.intend([self.staging]) if self.log is not None else ""
+        written = self.write_staging()
+        checkpoint("row_level.after_write")
+        new_units, inserted = self.build_units(written)
+        replaced = [unit for unit in self.before.units if unit.partition in new_units]
+        after = TableFiles(
+            tuple(u for u in self.before.units if u.partition not in new_units)
+            + tuple(new_units.values())
+        )
+        commit = ChangeLog.new_commit(
+            self.kind,
+            after,
+            inserted_files=tuple(inserted),
+            deleted_files=tuple(
+                FileRef.of(f) for f in self.before.files if f.path in self.affected
+            ),
+            retired_files=tuple(
+                path
+                for unit in replaced
+                for path in [f.path for f in unit.files]
+                + fs.hidden_files(self.spark, unit.location)
+            ),
+            metrics=dict(self.summary.counts),
+        )
+        empty = f"{self.root}/{VERSION_DIR_PREFIX}empty-{uuid.uuid4().hex}"
+        abandoned = [self.version_dir, self.staging, empty]
+        prepared = (
+            self.log.prepare(pending_id, self.before, commit, abandoned)
+            if self.log is not None
+            else None
+        )
+        checkpoint("row_level.before_swap")
+        fs.make_dirs(self.spark, empty)
+        self.catalog.swap_locations(
+            self.table,
+            [(self._catalog_spec(spec), unit.location) for spec, unit in new_units.items()],
+            empty,
+        )
+        checkpoint("row_level.after_swap")
+        fs.remove(self.spark, empty)
+        fs.remove(self.spark, self.staging)
+        if self.log is not None and prepared is not None:
+            self.log.commit_prepared(prepared)
+            checkpoint("row_level.after_commit")
+        else:
+            self.retire_untracked(commit.retired_files)
+
+    def retire_untracked(self, retired: tuple[str, ...]) -> None:
+        """No log reads an untracked table's old files, but queries that started before the
+        swap may: keep one previous version (as materialized views keep their previous
+        snapshot) and delete the one before it."""
+        record = f"{self.root}/{VERSION_DIR_PREFIX}retired.json"
+        if fs.exists(self.spark, record):
+            delete_retired(self.spark, json.loads(fs.read_text(self.spark, record)))
+            fs.remove(self.spark, record)
+        fs.publish_text(self.spark, record, json.dumps(list(retired)))
+
+    def write_staging(self) -> list[DataFile]:
+        """The rows of affected files that stay, and inserted rows, partitioned like the
+        table, in a hidden staging directory."""
+        c = self.changes
+        stays = c.file.isin(list(self.summary.affected_files)) & c.action.isin(KEEP, UPDATE)
+        kept = c.frame.where(stays)
+        if self.kind == MERGE:  # a row two source rows matched without a WHEN MATCHED clause
+            kept = kept.dropDuplicates([c.frame.columns[-4], c.frame.columns[-3]])
+        columns = [F.col(f"`{name}`") for name in c.table_columns]
+        rows = kept.select(*columns).unionByName(c.frame.where(c.action == INSERT).select(*columns))
+        rows.write.partitionBy(*self.partition_columns).parquet(self.staging)
+        files = []
+        for status in fs.data_files(self.spark, self.staging):
+            relative = status.path[len(self.staging) :].rsplit("/", 1)[0]
+            spec = spec_from_path(relative) if self.partition_columns else ()
+            files.append(DataFile(status.path, status.size, status.modified_ms, spec))
+        return files
+
+    def build_units(
+        self, written: list[DataFile]
+    ) -> tuple[dict[PartitionSpec, DataUnit], list[FileRef]]:
+        """A new directory per touched unit: its rewritten files moved in, its unaffected
+        files linked in. Returns the new units and the inserted file references."""
+        touched = {f.partition for f in self.before.files if f.path in self.affected}
+        touched |= {f.partition for f in written}
+        units: dict[PartitionSpec, DataUnit] = {}
+        inserted = []
+        for spec in sorted(touched, key=repr):
+            current = self.before.unit(spec)
+            directory = f"{self.version_dir}/{spec_path(spec)}" if spec else self.version_dir
+            fs.make_dirs(self.spark, directory)
+            for file in (f for f in written if f.partition == spec):
+                target = f"{directory}/{file.path.rsplit('/', 1)[-1]}"
+                fs.move(self.spark, file.path, target)
+                inserted.append(FileRef(target, spec))
+            for file in current.files if current else ():
+                if file.path not in self.affected:
+                    fs.link(self.spark, file.path, f"{directory}/{file.path.rsplit('/', 1)[-1]}")
+            listed = tuple(
+                DataFile(s.path, s.size, s.modified_ms, spec)
+                for s in fs.data_files(self.spark, directory)
+            )
+            units[spec] = DataUnit(spec, directory, listed)
+        return units, inserted
+
+    def _catalog_spec(self, spec: PartitionSpec) -> dict[str, str] | None:
+        if not self.partition_columns:
+            return None
+        return {column: DEFAULT_PARTITION_NAME if v is None else v for column, v in spec}
