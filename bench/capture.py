@@ -14,6 +14,7 @@ Not a test: nothing is asserted.
 
 from __future__ import annotations
 
+import statistics
 import sys
 import tempfile
 import time
@@ -22,6 +23,8 @@ from pathlib import Path
 
 import sparkmv
 from pyspark.sql import SparkSession
+
+REPEATS = 5
 
 
 def seconds(action: Callable[[], object]) -> float:
@@ -40,11 +43,15 @@ def insert_overhead(spark: SparkSession, rows: int) -> None:
         spark.sql(f"INSERT INTO {table} VALUES (0, 0)")  # warm up the write path
     track(spark, "tracked")
     insert = "INSERT INTO {} SELECT id, id % 97 FROM range({})"
-    untracked = seconds(lambda: spark.sql(insert.format("untracked", rows)).collect())
-    tracked = seconds(lambda: spark.sql(insert.format("tracked", rows)).collect())
+    timings: dict[str, list[float]] = {"untracked": [], "tracked": []}
+    for _ in range(REPEATS):  # alternating, so both see the same machine
+        for table, samples in timings.items():
+            statement = insert.format(table, rows)
+            samples.append(seconds(lambda statement=statement: spark.sql(statement).collect()))
+    untracked, tracked = (statistics.median(timings[t]) for t in ("untracked", "tracked"))
     print(
-        f"INSERT {rows:,} rows: untracked {untracked:.2f} s, tracked {tracked:.2f} s, "
-        f"ratio {tracked / untracked:.2f}x"
+        f"INSERT {rows:,} rows (median of {REPEATS}): untracked {untracked:.2f} s, "
+        f"tracked {tracked:.2f} s, ratio {tracked / untracked:.2f}x"
     )
 
 
@@ -65,13 +72,13 @@ def delete_cost(spark: SparkSession, rows: int, files: int) -> None:
         track(spark, table)
         before = table_files(spark, table)
         delete = f"DELETE FROM {table} WHERE {condition}"
-        elapsed = seconds(spark.sql(delete).collect)
+        elapsed = seconds(lambda statement=delete: spark.sql(statement).collect())
         after = table_files(spark, table)
         linked = sum(1 for name_, inode in after.items() if before.get(name_) == inode)
         results[name] = elapsed
         print(
-            f"  {name:<13} {elapsed:6.2f} s  files rewritten {len(after) - linked:3d}, "
-            f"linked {linked:3d}"
+            f"  {name:<13} {elapsed:6.2f} s  files replaced {len(before) - linked:3d} "
+            f"(by {len(after) - linked} new), linked {linked:3d}"
         )
     print(f"  spread / concentrated: {results['spread'] / results['concentrated']:.1f}x")
 

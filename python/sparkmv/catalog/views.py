@@ -79,17 +79,18 @@ class ViewCatalog:
 
     def entry(self, name: TableName) -> CatalogEntry | None:
         """The table or view ``name`` (resolved), or None if it does not exist."""
-        found = self._bridge.table(self._session, name.database, name.name)
-        if found is None:
+        text = self._bridge.table(self._session, name.database, name.name)
+        if text is None:
             return None
+        found = json.loads(text)
         return CatalogEntry(
-            table_type=str(found.tableType()),
-            provider=found.provider(),
-            location=found.location(),
-            properties=dict(found.properties()),
-            schema=StructType.fromJson(json.loads(found.schemaJson())),
-            comment=found.comment(),
-            partition_columns=tuple(found.partitionColumns()),
+            table_type=found["tableType"],
+            provider=found["provider"],
+            location=found["location"],
+            properties=found["properties"],
+            schema=StructType.fromJson(json.loads(found["schema"])),
+            comment=found["comment"],
+            partition_columns=tuple(found["partitionColumns"]),
         )
 
     def find_entry(self, name: TableName) -> CatalogEntry | None:
@@ -124,10 +125,10 @@ class ViewCatalog:
 
     def list(self, database: str) -> list[MvMetadata]:
         """Every materialized view of ``database``, by name."""
-        found = self._bridge.propertiesWithKey(self._session, database, keys.FORMAT)
+        found = json.loads(self._bridge.propertiesWithKey(self._session, database, keys.FORMAT))
         return [
-            MvMetadata.from_properties(TableName(str(name), database), dict(properties))
-            for name, properties in sorted(dict(found).items())
+            MvMetadata.from_properties(TableName(name, database), properties)
+            for name, properties in sorted(found.items())
         ]
 
     def commit(self, metadata: MvMetadata, view_text: str) -> None:

@@ -13,43 +13,38 @@ import org.apache.spark.sql.classic.SparkSession
  */
 object CatalogBridge {
 
-  /** What Python needs of one catalog entry, from a single metastore lookup. */
-  case class TableInfo(
-      tableType: String,
-      provider: String,
-      location: String,
-      properties: java.util.Map[String, String],
-      schemaJson: String,
-      comment: String,
-      partitionColumns: java.util.List[String])
-
-  /** The table or view `db.name`, or null when it does not exist. */
-  def table(spark: SparkSession, db: String, name: String): TableInfo = {
+  /**
+   * What Python needs of the table or view `db.name`, from a single metastore lookup, as one
+   * JSON object (one py4j round trip; py4j walks Java collections element by element): type,
+   * provider, location, properties, schema, comment, partition columns. Null when it does
+   * not exist.
+   */
+  def table(spark: SparkSession, db: String, name: String): String = {
     val table =
       try spark.sessionState.catalog.getTableMetadata(TableIdentifier(name, Some(db)))
       catch { case _: NoSuchTableException | _: NoSuchNamespaceException => return null }
-    TableInfo(
-      table.tableType.name,
-      table.provider.orNull,
-      table.storage.locationUri.map(_.toString).orNull,
-      table.properties.asJava,
-      table.schema.json,
-      table.comment.orNull,
-      table.partitionColumnNames.asJava)
+    json.writeValueAsString(describe(table))
   }
 
-  /** Properties of every table and view of `db` that has property `key`, by name. */
-  def propertiesWithKey(
-      spark: SparkSession,
-      db: String,
-      key: String): java.util.Map[String, java.util.Map[String, String]] = {
+  private def describe(table: CatalogTable): java.util.Map[String, AnyRef] = Map[String, AnyRef](
+    "tableType" -> table.tableType.name,
+    "provider" -> table.provider.orNull,
+    "location" -> table.storage.locationUri.map(_.toString).orNull,
+    "properties" -> table.properties.asJava,
+    "schema" -> table.schema.json,
+    "comment" -> table.comment.orNull,
+    "partitionColumns" -> table.partitionColumnNames.asJava).asJava
+
+  /** Properties of every table and view of `db` that has property `key`, by name (JSON). */
+  def propertiesWithKey(spark: SparkSession, db: String, key: String): String = {
     val catalog = spark.sessionState.catalog
     val tables: Seq[CatalogTable] = catalog.getTablesByName(catalog.listTables(db, "*", false))
-    tables
-      .filter(_.properties.contains(key))
-      .map(t => t.identifier.table -> t.properties.asJava)
-      .toMap
-      .asJava
+    json.writeValueAsString(
+      tables
+        .filter(_.properties.contains(key))
+        .map(t => t.identifier.table -> t.properties.asJava)
+        .toMap
+        .asJava)
   }
 
   /**
