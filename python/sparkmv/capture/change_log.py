@@ -383,28 +383,21 @@ class ChangeLog:
     def unreadable_reason(self, start: int, end: int) -> str:
         """Why ``net_changes(start, end)`` cannot be answered; "" when it can."""
         try:
-            commits = self.commits(start, end)
+            return _incomplete_reason(self.commits(start, end))
         except ChangeRangeError as error:
             return str(error)
-        for commit in commits:
-            if not commit.complete:
-                return (
-                    f"version {commit.version} ({commit.operation}) was not logged row by row"
-                    + (f": {commit.reason}" if commit.reason else "")
-                )
-        return ""
 
     def net_changes(self, start: int, end: int) -> DataFrame:
         """Net changes of versions ``(start, end]`` as a consolidated Z-set (one Spark job)."""
-        reason = self.unreadable_reason(start, end)
+        commits = self.commits(start, end)
+        reason = _incomplete_reason(commits)
         if reason:
             raise ChangeRangeError(f"{self.root}: {reason}")
-        commits = self.commits(start, end)
         # A file inserted by reference may have been removed from the table by a later
         # overwrite, which kept a link to it (Spark deletes files at once; the log cannot).
         moved = {
             path: link
-            for commit in self.commits(start, self.current_version())
+            for commit in commits + self.commits(end, self.current_version())
             for path, link in commit.preserved.items()
         }
         parts: list[DataFrame] = []
@@ -486,6 +479,16 @@ class ChangeLog:
 
     def _intent(self, pending_id: str) -> str:
         return f"{self.root}/pending/{pending_id}.intent"
+
+
+def _incomplete_reason(commits: list[LogCommit]) -> str:
+    """Why a range of commits cannot be read row by row; "" when it can."""
+    for commit in commits:
+        if not commit.complete:
+            return f"version {commit.version} ({commit.operation}) was not logged row by row" + (
+                f": {commit.reason}" if commit.reason else ""
+            )
+    return ""
 
 
 def _bypass_reason(expected: LogCommit | None, current: TableFiles) -> str:

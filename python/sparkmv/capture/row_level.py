@@ -49,6 +49,7 @@ from sparkmv.capture.files import (
     unit_base,
 )
 from sparkmv.capture.tracking import Tracking
+from sparkmv.catalog.views import CatalogEntry
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import TableName
@@ -86,6 +87,11 @@ class RowChanges:
     def matched(self) -> Any:
         return self._column(-1)
 
+    @property
+    def identity(self) -> list[str]:
+        """Names of the columns that identify a target row: its file and position."""
+        return self.frame.columns[-4:-2]
+
 
 @dataclass(frozen=True)
 class RowLevelSummary:
@@ -111,7 +117,9 @@ def run_row_level_write(
             reason=unsupported,
         )
     changes = RowChanges(DataFrame(frame, tracking.spark))
-    log = tracking.state(table).log
+    entry = tracking.catalog.entry(table)
+    assert entry is not None and entry.location is not None  # the statement just resolved it
+    log = tracking.state_of(table, entry).log
     before = tracking.files(table)
     if log is not None:
         log.reconcile(before, writer=True)
@@ -119,7 +127,7 @@ def run_row_level_write(
         check_merge_cardinality(changes, table)
     summary = summarize(changes)
     if summary.affected_files or summary.counts[INSERT]:
-        CopyOnWrite(tracking, kind, table, log, before, changes, summary).run()
+        CopyOnWrite(tracking, kind, table, entry, log, before, changes, summary).run()
     return summary.result if kind == MERGE else summary.result[:1]
 
 
@@ -157,6 +165,7 @@ class CopyOnWrite:
         tracking: Tracking,
         kind: str,
         table: TableName,
+        entry: CatalogEntry,
         log: ChangeLog | None,
         before: TableFiles,
         changes: RowChanges,
@@ -170,8 +179,7 @@ class CopyOnWrite:
         self.before = before
         self.changes = changes
         self.summary = summary
-        entry = self.catalog.entry(table)
-        assert entry is not None and entry.location is not None
+        assert entry.location is not None
         # An unpartitioned table's location may be a version directory: work beside it.
         self.root = unit_base(fs.qualified(self.spark, entry.location))
         self.partition_columns = entry.partition_columns
@@ -251,7 +259,7 @@ class CopyOnWrite:
         stays = c.file.isin(list(self.summary.affected_files)) & c.action.isin(KEEP, UPDATE)
         kept = c.frame.where(stays)
         if self.kind == MERGE:  # a row two source rows matched without a WHEN MATCHED clause
-            kept = kept.dropDuplicates([c.frame.columns[-4], c.frame.columns[-3]])
+            kept = kept.dropDuplicates(c.identity)
         columns = [F.col(f"`{name}`") for name in c.table_columns]
         rows = kept.select(*columns).unionByName(c.frame.where(c.action == INSERT).select(*columns))
         rows.write.partitionBy(*self.partition_columns).parquet(self.staging)

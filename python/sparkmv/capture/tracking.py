@@ -58,7 +58,10 @@ class Tracking:
         self.catalog = catalog
 
     def state(self, table: TableName) -> TableTracking:
-        entry = self.catalog.entry(table)
+        return self.state_of(table, self.catalog.entry(table))
+
+    def state_of(self, table: TableName, entry: CatalogEntry | None) -> TableTracking:
+        """``state`` for a catalog entry of ``table`` the caller already looked up."""
         reason = untracked_reason(entry)
         if reason or entry is None or keys.TRACKING_LOG not in entry.properties:
             return TableTracking(table, None, reason or "no materialized view tracks it")
@@ -106,8 +109,9 @@ class Tracking:
     def files(self, table: TableName) -> TableFiles:
         return list_table_files(self.spark, self.catalog, table)
 
-    def dependents(self, table: TableName) -> list[TableName]:
-        entry = self.catalog.entry(table)
+    @staticmethod
+    def dependents(entry: CatalogEntry | None) -> list[TableName]:
+        """The views a table's catalog entry lists as reading it."""
         names = json.loads((entry.properties if entry else {}).get(keys.TRACKING_DEPENDENTS, "[]"))
         return [TableName.parse_qualified(name) for name in names]
 

@@ -63,7 +63,7 @@ class WriteCapture:
         if mode == DROP:
             self._dropping[token] = self._kept_beside(entry)
             return token
-        state = self.tracking.state(table)
+        state = self.tracking.state_of(table, entry)
         if state.log is not None and entry is not None:
             files = self.tracking.files(table)
             state.log.reconcile(files, writer=True)
@@ -129,7 +129,7 @@ class WriteCapture:
         if write is None:
             return
         entry = self.tracking.catalog.entry(table)
-        if entry is not None and not self.tracking.state(table).log:
+        if entry is not None and not self.tracking.state_of(table, entry).log:
             # saveAsTable overwrite dropped and re-created the table, properties and all.
             self.tracking.restore(table, write.properties)
         after = self.tracking.files(table)

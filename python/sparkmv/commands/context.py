@@ -51,14 +51,16 @@ class CommandContext:
         """Retention: drop the log versions every dependent view has consumed."""
         for qualified in base_tables:
             table = TableName.parse_qualified(qualified)
-            log = self.tracking.state(table).log
+            entry = self.catalog.entry(table)
+            log = self.tracking.state_of(table, entry).log
             if log is None:
                 continue
             versions = []
-            for dependent in self.tracking.dependents(table):
-                if self.catalog.entry(dependent) is None:
+            for dependent in self.tracking.dependents(entry):
+                view = self.catalog.find(dependent)
+                if view is None:
                     continue  # dropped without stopping tracking: it reads nothing any more
-                position = self.catalog.get(dependent).consumed_versions.get(qualified)
+                position = view.consumed_versions.get(qualified)
                 versions.append(position.version if position and position.log == log.root else 0)
             if versions:
                 log.compact(min(versions))
