@@ -6,7 +6,7 @@ INSTALLED := $(VENV)/.installed
 JAR := python/sparkmv/jars/sparkmv-shim.jar
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full golden lint jar bench bench-capture clean
+.PHONY: demo test test-full sqllogictest golden lint jar bench bench-capture bench-refresh clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -17,6 +17,11 @@ test: lint $(JAR)
 # The randomized suites at full size (20x the examples, unseeded).
 test-full: $(INSTALLED) $(JAR)
 	SPARKMV_FULL_TESTS=1 $(PY) -m pytest
+
+# Every query record of SQLite's sqllogictest select1-5 as a materialized view (hours; two
+# processes, one shard each; merged counts at the end, exit 1 if any view is wrong or failed).
+sqllogictest: $(INSTALLED) $(JAR)
+	$(PY) tests/sqllogictest/runner.py --processes 2
 
 # Regenerate sql-tests/results/*.sql.out (review the diff before committing).
 golden: $(INSTALLED) $(JAR)
@@ -35,6 +40,10 @@ bench: $(INSTALLED) $(JAR)
 # Change capture: tracked vs untracked INSERT of 1M rows; DELETE of 0.1% of 10M rows.
 bench-capture: $(INSTALLED) $(JAR)
 	$(PY) bench/capture.py
+
+# Incremental vs full refresh after 0.1% inserted + 0.1% deleted, fact of 1M and 10M rows.
+bench-refresh: $(INSTALLED) $(JAR)
+	$(PY) bench/refresh.py
 
 $(INSTALLED): python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

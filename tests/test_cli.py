@@ -194,8 +194,8 @@ def test_statements_from_command_line(cli_runs: dict[str, Run]) -> None:
     assert len(printed) == 2, run
     refresh_header, refresh_rows = printed[0]
     assert refresh_header == REFRESH_COLUMNS, run
-    assert len(refresh_rows) == 1 and refresh_rows[0][0] == "FULL", run
-    assert refresh_rows[0][2] == "3", run  # rows_inserted: the view now has 3 rows
+    assert len(refresh_rows) == 1 and refresh_rows[0][0] == "INCREMENTAL", run
+    assert refresh_rows[0][2] == "1", run  # rows_inserted: the one new row
     assert printed[1] == (["a"], [["1"], ["2"], ["3"]]), run
     assert "3 rows" in run.stdout, run
     # CREATE TABLE, two INSERTs, CREATE MATERIALIZED VIEW.
@@ -212,7 +212,7 @@ def test_statements_from_file_stop_at_first_error(cli_runs: dict[str, Run]) -> N
         ["a", "s"],
         ["namespace", "viewName", "refresh_policy", "refresh_trigger", "last_refreshed"],
     ], run
-    assert printed[0][1][0][0] == "FULL", run
+    assert printed[0][1][0][0] == "INCREMENTAL", run
     assert printed[1][1] == [["1", "semi;colon"], ["2", "plain"], ["4", "four"]], run
     assert [row[:2] for row in printed[2][1]] == [["default", "v"]], run
     errors = [line for line in run.output.splitlines() if line.startswith("Error:")]

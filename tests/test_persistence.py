@@ -117,14 +117,14 @@ def test_view_survives_restarts(tmp_path: Path) -> None:
     out = b["_output"]
     assert [(row[0], row[1]) for row in b["show"]] == [("default", "mv")], out
     assert bag(b["before"]) == bag(a["view"]), out
-    assert len(b["refresh"]) == 1 and b["refresh"][0][0] == "FULL", out
+    assert len(b["refresh"]) == 1 and b["refresh"][0][0] == "INCREMENTAL", out
     expected = bag([[1, "a"], [2, "b"], [2, "b"], [3, "c"], [1, "a"]])
     assert bag(b["view"]) == expected, out
     assert bag(b["query"]) == bag(b["view"]), out  # the oracle: view == its query, as multisets
     assert b["columns"] == ["k", "v"], out  # no hidden columns leak
     described = b["describe"]
     assert described["Refresh Count"] == "2", out
-    assert described["Last Refresh Mode"] == "FULL", out
+    assert described["Last Refresh Mode"] == "INCREMENTAL", out
     assert described["Row Count"] == "5", out
     assert described["Base Tables"] == "default.t", out
     storage = Path(described["Storage"].removeprefix("file:"))

@@ -140,7 +140,7 @@ def app_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_attached_application_maintains_views(app_run: dict[str, Any]) -> None:
     out = app_run["_output"]
     assert app_run["rows"] == [[2, "y"], [3, "z"]], out
-    assert len(app_run["refresh"]) == 1 and app_run["refresh"][0][0] == "FULL", out
+    assert len(app_run["refresh"]) == 1 and app_run["refresh"][0][0] == "INCREMENTAL", out
     assert app_run["views"] == ["v"], out
     assert "Traceback" not in app_run["_stderr"], out
     assert app_run["_cwd_files"] == [], out  # the warehouse conf is honoured; no Derby here

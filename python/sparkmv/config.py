@@ -26,3 +26,7 @@ DEFAULT_SESSION_CONF: dict[str, str] = {
     "spark.ui.showConsoleProgress": "false",
 }
 """Defaults for ``sparkmv.session()``; any key can be overridden by the caller."""
+
+STORAGE_BUCKETS_CONF = "spark.sparkmv.storage.buckets"
+"""Session conf: hash buckets of an incrementally maintained view's storage, set at each full
+refresh (unset or 0: sized from the base tables' bytes)."""

@@ -13,7 +13,8 @@ SETUP = [
     "CREATE TABLE t (a INT, b STRING) USING parquet",
     "INSERT INTO t VALUES (1, 'x'), (2, NULL)",
     "CREATE VIEW plain AS SELECT a FROM t",
-    "CREATE MATERIALIZED VIEW mv AS SELECT a, b FROM t",
+    # LIMIT keeps mv outside incremental maintenance: the INCREMENTAL cases below refuse it.
+    "CREATE MATERIALIZED VIEW mv AS SELECT a, b FROM t LIMIT 1000",
 ]
 
 CASES = [
@@ -95,7 +96,7 @@ CASES = [
         "42000",
     ),
     (
-        "CREATE MATERIALIZED VIEW x REFRESH INCREMENTAL AS SELECT a FROM t",
+        "CREATE MATERIALIZED VIEW x REFRESH INCREMENTAL AS SELECT a FROM t LIMIT 1",
         "MATERIALIZED_VIEW_NOT_INCREMENTAL",
         "0A000",
     ),

@@ -1,28 +1,104 @@
 """Can a view's query be maintained incrementally? (DESIGN §6)
 
-The incremental engine (delta rules per operator) is not part of this release, so every
-query is maintainable only by full refresh; the reason says so, and the planner uses it to
-pick FULL under AUTO and to refuse INCREMENTAL.
+The query is qualified by sqlglot against the base tables' schemas and turned into the
+relational IR (``relational.py``); a construct outside the maintainable class makes the
+answer "no" with the construct named. Spark's analyzed plan is checked as well, so that
+whatever sqlglot cannot see (a non-deterministic user function, an aggregate function it
+does not know) still keeps the view on full refresh. The planner uses the answer to pick
+FULL under AUTO and to refuse INCREMENTAL.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+from sqlglot.errors import SqlglotError
+from sqlglot.optimizer.qualify import qualify
 
 from sparkmv.analyze.query import ParsedQuery
+from sparkmv.analyze.relational import Distinct, Node, NotMaintainableError, RelationalBuilder
+
+# Spark plan nodes that stand for constructs outside the maintainable class.
+SPARK_PLAN_CONSTRUCTS = {
+    "Aggregate": "GROUP BY or an aggregate function (aggregate views)",
+    "Window": "window function",
+    "Generate": "generator function",
+    "Sample": "TABLESAMPLE",
+    "GlobalLimit": "LIMIT / OFFSET",
+    "LocalLimit": "LIMIT / OFFSET",
+    "Offset": "LIMIT / OFFSET",
+    "Tail": "LIMIT / OFFSET",
+    "Expand": "GROUPING SETS / ROLLUP / CUBE",
+}
 
 
 @dataclass(frozen=True)
 class Maintainability:
     incremental: bool
     reason: str
+    root: Node | None = None  # the view's relational IR, when incremental
+
+    @property
+    def counted(self) -> bool:
+        """Whether the storage keeps a multiplicity counter per row (a DISTINCT view)."""
+        return isinstance(self.root, Distinct)
+
+    @property
+    def stored(self) -> Node:
+        """The node whose rows the storage holds: under a top DISTINCT, its input (counted)."""
+        if self.root is None:
+            raise ValueError("the view is not maintained incrementally")
+        return self.root.child if isinstance(self.root, Distinct) else self.root
 
 
-def analyze_maintainability(query: ParsedQuery) -> Maintainability:
+def not_maintainable(construct: str) -> Maintainability:
+    return Maintainability(
+        False, f"the query uses {construct}, which incremental maintenance does not cover"
+    )
+
+
+def analyze_maintainability(
+    query: ParsedQuery, database: str, data: DataFrame, tables: dict[str, DataFrame]
+) -> Maintainability:
+    """Whether ``query`` (whose unqualified names resolve in ``database``, analyzed by Spark
+    as ``data``, over the base ``tables``) can be maintained incrementally, with its IR."""
     if query.tree is None:
         return Maintainability(
             False, "sqlglot cannot parse the query, so its deltas cannot be derived"
         )
-    return Maintainability(
-        False, "incremental maintenance is not available in this release of sparkmv"
-    )
+    columns = {table: tuple(frame.columns) for table, frame in tables.items()}
+    by_database: dict[str, dict[str, dict[str, str]]] = {}
+    for table, names in columns.items():
+        db, _, name = table.partition(".")
+        by_database.setdefault(db, {})[name] = dict.fromkeys(names, "STRING")  # names suffice
+    schema: dict[str, object] = dict(by_database.items())
+    try:
+        qualified = qualify(query.tree.copy(), schema=schema, db=database, dialect="spark")
+        root, _ = RelationalBuilder(columns).build(qualified)
+    except NotMaintainableError as error:
+        return not_maintainable(str(error))
+    except (SqlglotError, AssertionError) as error:  # qualify asserts on some shapes
+        first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        return Maintainability(False, f"sqlglot cannot resolve the query ({first_line})")
+    construct = spark_plan_construct(data)  # what sqlglot could not see
+    if construct:
+        return not_maintainable(construct)
+    return Maintainability(True, "the query is incrementally maintainable", root)
+
+
+def spark_plan_construct(data: DataFrame) -> str:
+    """A construct of Spark's analyzed plan of ``data`` outside the maintainable class."""
+    plan: Any = data._jdf.queryExecution().analyzed()
+    if not plan.deterministic():
+        return "a non-deterministic expression"
+    pending = [plan]
+    while pending:
+        node = pending.pop()
+        construct = SPARK_PLAN_CONSTRUCTS.get(str(node.nodeName()))
+        if construct:
+            return construct
+        below = node.children()
+        pending.extend(below.apply(index) for index in range(below.size()))
+    return ""

@@ -1,34 +1,42 @@
-"""Materialize a view's query into a new snapshot and commit it (full refresh).
+"""Write a view's new snapshot and commit it: full refresh, incremental refresh, or a
+refresh with nothing to change.
 
-Order of a full refresh, each step safe to crash after:
-1. write the query result into a new snapshot directory (invisible to readers);
+Order of a refresh, each step safe to crash after:
+1. write the new snapshot directory (invisible to readers): the query result (full) or the
+   touched buckets plus links to the others (incremental, ``apply/incremental.py``);
 2. commit: point the catalog view at it and store the new metadata (one metastore call);
 3. remove snapshots older than the previous one.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.apply import snapshot
-from sparkmv.catalog.metadata import MvMetadata
+from sparkmv.apply.incremental import apply_change
+from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import ColumnSpec, quote_identifier, sql_string
+
+log = logging.getLogger(__name__)
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def write_new_snapshot(spark: SparkSession, root: str, data: DataFrame) -> tuple[str, int]:
+def write_new_snapshot(
+    spark: SparkSession, root: str, data: DataFrame, layout: StorageLayout = PLAIN
+) -> tuple[str, int]:
     """Write ``data`` into a fresh snapshot under ``root``; return its path and row count."""
     path = snapshot.new_snapshot_path(root)
     try:
-        rows = snapshot.write_snapshot(data, path)
+        rows = snapshot.write_snapshot(data, path, layout)
     except BaseException:
         snapshot.remove_path(spark, path)
         raise
@@ -68,26 +76,76 @@ def full_refresh(
     catalog: ViewCatalog,
     view: MvMetadata,
     data: DataFrame,
+    layout: StorageLayout,
     reason: str,
     started_ms: int,
 ) -> MvMetadata:
-    """Replace the contents of ``view`` with ``data`` atomically; return the new metadata."""
+    """Replace the contents of ``view`` with ``data`` (stored rows in ``layout``)
+    atomically; return the new metadata."""
     root = snapshot.storage_root(spark, view.name)
-    path, rows = write_new_snapshot(spark, root, data)
+    path, rows = write_new_snapshot(spark, root, data, layout)
     checkpoint("refresh.before_commit")
     finished = now_ms()
     updated = view.with_changes(
         snapshot=path,
         row_count=rows,
+        layout=layout,
         stats=view.stats.after_full_refresh(rows, view.row_count, reason, started_ms, finished),
     )
+    commit_snapshot(spark, catalog, view, updated)
+    return updated
+
+
+def incremental_refresh(
+    spark: SparkSession,
+    catalog: ViewCatalog,
+    view: MvMetadata,
+    change: DataFrame,
+    reason: str,
+    started_ms: int,
+) -> MvMetadata:
+    """Apply ``change`` (ΔV in storage columns) to ``view`` atomically; the new metadata.
+
+    Raises ``ChangeDoesNotFitError`` (nothing committed) when ΔV does not fit the stored rows.
+    """
+    root = snapshot.storage_root(spark, view.name)
+    applied = apply_change(spark, root, view.snapshot, view.layout, change)
+    log.info(
+        "incremental refresh of %s: %d of %d buckets rewritten (%d rows), +%d -%d rows",
+        view.name,
+        applied.buckets_rewritten,
+        view.layout.buckets,
+        applied.rows_rewritten,
+        applied.rows_inserted,
+        applied.rows_deleted,
+    )
+    checkpoint("refresh.before_commit")
+    finished = now_ms()
+    updated = view.with_changes(
+        snapshot=applied.snapshot,
+        row_count=view.row_count + applied.rows_inserted - applied.rows_deleted,
+        stats=view.stats.after_incremental_refresh(
+            applied.rows_inserted, applied.rows_deleted, reason, started_ms, finished
+        ),
+    )
+    commit_snapshot(spark, catalog, view, updated)
+    return updated
+
+
+def commit_snapshot(
+    spark: SparkSession, catalog: ViewCatalog, view: MvMetadata, updated: MvMetadata
+) -> None:
+    """Point the catalog view at ``updated``'s snapshot with ``updated``'s metadata."""
+    new_snapshot = updated.snapshot != view.snapshot
     try:
-        catalog.commit(updated, snapshot.view_text(updated.columns, path))
+        catalog.commit(updated, snapshot.view_text(updated.columns, updated.snapshot))
     except BaseException:
-        snapshot.remove_path(spark, path)
+        if new_snapshot:
+            snapshot.remove_path(spark, updated.snapshot)
         raise
     checkpoint("refresh.after_commit")
     # Unreferenced snapshots (a crash before an earlier commit) go; the previous one stays
-    # for readers that resolved the view just before this commit.
-    snapshot.remove_snapshots(spark, root, keep=[view.snapshot, path])
-    return updated
+    # for readers that resolved the view just before the commit that replaced it.
+    root = snapshot.storage_root(spark, view.name)
+    previous = [view.snapshot] if new_snapshot else snapshot.older(spark, root, view.snapshot)[-1:]
+    snapshot.remove_snapshots(spark, root, keep=[updated.snapshot, *previous])

@@ -10,6 +10,11 @@ that resolved the view just before a commit can still read it.
 Storage columns are positional (``c0``, ``c1``, ...): the view text renames them to the
 view's column names, so any column name Spark allows works and hidden maintenance columns
 can sit beside them without ever showing in ``SELECT *``.
+
+A view maintained incrementally is stored in hash buckets (``StorageLayout``): directories
+``mv_bucket=k``, each row in the bucket of its value's hash. A refresh rewrites only the
+buckets its change touches and hard-links the others into the new snapshot
+(``apply/incremental.py``), so a small change does not rewrite a large view.
 """
 
 from __future__ import annotations
@@ -17,15 +22,38 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from pyspark.sql import DataFrame, Observation, SparkSession
-from pyspark.sql.functions import count, lit
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
+from sparkmv import fs
+from sparkmv.catalog.metadata import PLAIN, StorageLayout
 from sparkmv.config import STORAGE_DIR_NAME
 from sparkmv.fs import list_names, qualified, remove, warehouse_path
 from sparkmv.parse.statements import TableName, quote_identifier
 
 SNAPSHOT_PREFIX = "snapshot-"
+COUNT_COLUMN = "mv_count"
+"""Hidden: a row's multiplicity in the view's input, in a counted layout."""
+BUCKET_COLUMN = "mv_bucket"
+"""Hidden: the partition column of a bucketed layout."""
+
+# Types whose equal values hash equally (floating point does not: 0.0 and -0.0 are equal).
+HASHABLE_TYPES = (
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.DecimalType,
+    T.StringType,
+    T.DateType,
+    T.TimestampType,
+    T.TimestampNTZType,
+    T.BinaryType,
+)
 
 
 def storage_root(spark: SparkSession, name: TableName) -> str:
@@ -41,22 +69,59 @@ def storage_columns(count: int) -> list[str]:
     return [f"c{i}" for i in range(count)]
 
 
-def write_snapshot(data: DataFrame, path: str) -> int:
-    """Write ``data`` (the view's visible columns, in order) as a new snapshot; its row count.
+def bucket_of(frame: DataFrame, columns: Sequence[str], buckets: int) -> Column:
+    """The bucket of each row of ``frame``: a hash of its ``columns`` of hashable types."""
+    types = {field.name: field.dataType for field in frame.schema.fields}
+    hashed = [F.col(c) for c in columns if isinstance(types[c], HASHABLE_TYPES)]
+    if not hashed:
+        return F.lit(0)
+    return F.pmod(F.xxhash64(*hashed), F.lit(buckets)).cast("int")
 
-    The count is observed while writing, so it costs no second job. Column metadata is
-    dropped: Spark would otherwise persist markers such as an auto-generated alias into the
-    files and then refuse a view over them.
+
+def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) -> int:
+    """Write ``data`` as a new snapshot in ``layout``; return its number of stored rows.
+
+    ``data`` holds the view's visible columns, in order, followed in a counted layout by
+    the multiplicity. The count is observed while writing, so it costs no second job.
+    Column metadata is dropped: Spark would otherwise persist markers such as an
+    auto-generated alias into the files and then refuse a view over them.
     """
-    columns = [
-        data[index].alias(stored, metadata={})
-        for index, stored in enumerate(storage_columns(len(data.columns)))
-    ]
+    visible = len(data.columns) - (1 if layout.counted else 0)
+    names = storage_columns(visible) + ([COUNT_COLUMN] if layout.counted else [])
+    stored = data.select(*(data[i].alias(n, metadata={}) for i, n in enumerate(names)))
     rows = Observation("sparkmv_snapshot")
-    data.select(*columns).observe(rows, count(lit(1)).alias("rows")).write.mode(
-        "errorifexists"
-    ).parquet(path)
-    return int(rows.get["rows"])
+    frame = stored.observe(rows, F.count(F.lit(1)).alias("rows"))
+    if layout.buckets:
+        bucket = bucket_of(frame, storage_columns(visible), layout.buckets)
+        frame = frame.withColumn(BUCKET_COLUMN, bucket).repartition(BUCKET_COLUMN)
+        frame.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(path)
+    else:
+        frame.write.mode("errorifexists").parquet(path)
+    written = observed_counts(rows, ("rows",))["rows"]
+    if layout.buckets:
+        keep_schema_readable(stored, path)
+    return written
+
+
+def observed_counts(observation: Observation, names: Sequence[str]) -> dict[str, int]:
+    """The integer metrics of ``observation`` after its action ran.
+
+    Spark's optimizer replaces a plan it proves empty (e.g. over an empty table) by an empty
+    relation, observation included; no metrics arrive then, and every count is zero.
+    """
+    jvm_row: Any = observation._jo.getRow() if observation._jo is not None else None
+    if jvm_row is None or jvm_row.length() == 0:
+        return dict.fromkeys(names, 0)
+    metrics = observation.get
+    return {name: int(metrics[name] or 0) for name in names}
+
+
+def keep_schema_readable(frame: DataFrame, path: str) -> None:
+    """A bucketed snapshot without rows has no files, and Spark cannot read a view over it:
+    give it one empty file (with the schema) in bucket 0."""
+    spark = frame.sparkSession
+    if not any(True for _ in fs.data_files(spark, path)):
+        frame.limit(0).write.mode("errorifexists").parquet(f"{path}/{BUCKET_COLUMN}=0")
 
 
 def view_text(columns: Sequence[str], snapshot: str) -> str:
@@ -74,6 +139,19 @@ def list_snapshots(spark: SparkSession, root: str) -> list[str]:
     return [
         f"{base}/{name}" for name in list_names(spark, root) if name.startswith(SNAPSHOT_PREFIX)
     ]
+
+
+def older(spark: SparkSession, root: str, current: str) -> list[str]:
+    """The snapshots under ``root`` written before ``current``, oldest first (a snapshot's
+    name starts with the time it was created)."""
+
+    def created(path: str) -> int:
+        return int(path.rpartition("/")[2][len(SNAPSHOT_PREFIX) :].split("-")[0])
+
+    return sorted(
+        (path for path in list_snapshots(spark, root) if created(path) < created(current)),
+        key=created,
+    )
 
 
 def remove_snapshots(spark: SparkSession, root: str, keep: Iterable[str]) -> None:

@@ -412,9 +412,9 @@ class ChangeLog:
             for ref in commit.deleted_files
         ]
         if inserted:
-            parts.append(weighted(self._read_files(inserted), +1))
+            parts.append(weighted(self.read_files(inserted), +1))
         if deleted:
-            parts.append(weighted(self._read_files(deleted), -1))
+            parts.append(weighted(self.read_files(deleted), -1))
         inserted_rows = [c.inserted_rows for c in commits if c.inserted_rows is not None]
         if inserted_rows:
             parts.append(weighted(self._read_rows(inserted_rows), +1))
@@ -425,8 +425,11 @@ class ChangeLog:
             return self._empty()
         return consolidate(reduce(DataFrame.unionByName, parts))
 
-    def _read_files(self, refs: list[FileRef]) -> DataFrame:
-        """Rows of data files; partition values come from the refs, not from paths."""
+    def read_files(self, refs: list[FileRef]) -> DataFrame:
+        """Rows of data files (without weights); partition values come from the refs, not
+        from paths."""
+        if not refs:
+            return self.spark.createDataFrame([], self.schema)
         by_partition: dict[PartitionSpec, list[str]] = defaultdict(list)
         for ref in refs:
             by_partition[ref.partition].append(ref.path)

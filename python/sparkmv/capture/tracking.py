@@ -16,12 +16,13 @@ import json
 import uuid
 from dataclasses import dataclass
 
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv import fs
-from sparkmv.capture.change_log import ChangeLog
+from sparkmv.capture.change_log import ChangeLog, FileRef
 from sparkmv.capture.files import TableFiles, list_table_files
 from sparkmv.catalog import properties as keys
+from sparkmv.catalog.metadata import LogPosition
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
 from sparkmv.config import LOG_DIR_NAME
 from sparkmv.parse.statements import TableName, sql_string
@@ -37,6 +38,33 @@ class TableTracking:
     table: TableName
     log: ChangeLog | None
     untracked_reason: str = ""
+
+
+@dataclass(frozen=True)
+class BaseTable:
+    """A base table as a command that reads it sees it once tracking has started."""
+
+    name: str  # qualified
+    log: ChangeLog | None  # None: untracked
+    version: int  # the log's version the command reads (0 when untracked)
+    files: TableFiles | None  # the table's files at that version
+    problem: str = ""  # why it is untracked, or the changes its log missed
+
+    @property
+    def position(self) -> LogPosition | None:
+        return LogPosition(self.log.root, self.version) if self.log is not None else None
+
+    def rows(self, spark: SparkSession) -> DataFrame:
+        """The table's rows at ``version``: its files as listed, so a write that commits
+        while the command runs is not half-read (that write belongs to a later version)."""
+        if self.log is None or self.files is None:
+            return spark.table(self.name)
+        return self.log.read_files([FileRef.of(file) for file in self.files.files])
+
+
+def positions(bases: list[BaseTable]) -> dict[str, LogPosition]:
+    """The log position of every tracked base table (what a refresh has consumed)."""
+    return {base.name: base.position for base in bases if base.position is not None}
 
 
 def untracked_reason(entry: CatalogEntry | None) -> str:

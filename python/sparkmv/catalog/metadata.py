@@ -41,6 +41,40 @@ class RefreshStats:
             last_duration_ms=finished_ms - started_ms,
         )
 
+    def after_incremental_refresh(
+        self, inserted: int, deleted: int, reason: str, started_ms: int, finished_ms: int
+    ) -> RefreshStats:
+        """The counters once ΔV inserted and deleted that many visible rows."""
+        return RefreshStats(
+            refreshes=self.refreshes + 1,
+            full_refreshes=self.full_refreshes,
+            incremental_refreshes=self.incremental_refreshes + 1,
+            rows_inserted=self.rows_inserted + inserted,
+            rows_deleted=self.rows_deleted + deleted,
+            last_mode="INCREMENTAL",
+            last_reason=reason,
+            last_refreshed_ms=finished_ms,
+            last_duration_ms=finished_ms - started_ms,
+        )
+
+
+@dataclass(frozen=True)
+class StorageLayout:
+    """How a view's snapshot stores it (``apply/snapshot.py``).
+
+    ``counted``: one row per distinct value, with its multiplicity (Blakeley §5.1's
+    counter) in a hidden column — a DISTINCT view, which shows the values with a positive
+    count. Otherwise every copy of a row is stored as a row. ``buckets`` > 0: rows are spread
+    over that many hash buckets, so an incremental refresh rewrites only the buckets its
+    change touches; 0: one plain directory (a view that is only refreshed fully).
+    """
+
+    counted: bool = False
+    buckets: int = 0
+
+
+PLAIN = StorageLayout()
+
 
 @dataclass(frozen=True)
 class LogPosition:
@@ -75,6 +109,7 @@ class MvMetadata:
     created_ms: int
     stats: RefreshStats = field(default_factory=RefreshStats)
     consumed_versions: dict[str, LogPosition] = field(default_factory=dict)  # per base table
+    layout: StorageLayout = PLAIN
     format_version: int = keys.FORMAT_VERSION
 
     def with_changes(self, **changes: object) -> MvMetadata:
@@ -93,6 +128,8 @@ class MvMetadata:
                 keys.COLUMNS: json.dumps(list(self.columns)),
                 keys.SNAPSHOT: self.snapshot,
                 keys.ROW_COUNT: str(self.row_count),
+                keys.STORAGE_COUNTED: str(self.layout.counted).lower(),
+                keys.STORAGE_BUCKETS: str(self.layout.buckets),
                 keys.CREATED_AT: str(self.created_ms),
                 keys.REFRESH_COUNT: str(s.refreshes),
                 keys.FULL_REFRESH_COUNT: str(s.full_refreshes),
@@ -152,5 +189,9 @@ class MvMetadata:
                     values.get(keys.CONSUMED_VERSIONS) or "{}"
                 ).items()
             },
+            layout=StorageLayout(
+                counted=values.get(keys.STORAGE_COUNTED) == "true",
+                buckets=number(keys.STORAGE_BUCKETS),
+            ),
             format_version=version,
         )

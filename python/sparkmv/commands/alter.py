@@ -27,7 +27,7 @@ def run_set_refresh(context: CommandContext, statement: AlterRefreshStatement) -
     view = context.catalog.get(context.catalog.resolve(statement.name))
     create.check_trigger(statement.refresh.trigger)
     policy = statement.refresh.policy or view.policy
-    check_policy(view.name, policy, refresh.view_maintainability(view))
+    check_policy(view.name, policy, refresh.view_query(context.spark, view).maintainability)
     updated = view.with_changes(policy=policy, trigger=statement.refresh.trigger or view.trigger)
     context.catalog.commit(updated, snapshot.view_text(updated.columns, updated.snapshot))
     return []

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
 
-from sparkmv.capture.tracking import Tracking
-from sparkmv.catalog.metadata import LogPosition
+from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.parse.statements import TableName
 
@@ -27,25 +27,36 @@ class CommandContext:
         catalog = ViewCatalog(spark)
         return cls(spark, catalog, Tracking(spark, catalog))
 
-    def start_tracking(
-        self, view: TableName, base_tables: tuple[str, ...]
-    ) -> tuple[dict[str, LogPosition], list[str]]:
-        """Track every base table of ``view``: the log position of each tracked one, and
-        the changes the logs had missed (each log is first reconciled with its table).
+    def start_tracking(self, view: TableName, base_tables: tuple[str, ...]) -> list[BaseTable]:
+        """Track every base table of ``view``; each table's log is first reconciled with
+        its files, and a log that had missed changes says so in ``problem``.
 
         Called before the view reads its base tables, so no write after the read is missed.
         """
-        positions, missed = {}, []
-        for qualified in base_tables:
-            table = TableName.parse_qualified(qualified)
-            state = self.tracking.start(table, view)
-            if state.log is None:
-                continue
-            reason = state.log.reconcile(self.tracking.files(table))
-            if reason:
-                missed.append(f"base table {qualified}: {reason}")
-            positions[qualified] = LogPosition(state.log.root, state.log.current_version())
-        return positions, missed
+        return [
+            self._base_table(qualified, lambda t: self.tracking.start(t, view), reconcile=True)
+            for qualified in base_tables
+        ]
+
+    def peek_tracking(self, base_tables: tuple[str, ...]) -> list[BaseTable]:
+        """``start_tracking`` without side effects (EXPLAIN): nothing is started, reconciled
+        or written; a log that missed changes is only reported."""
+        return [
+            self._base_table(qualified, self.tracking.state, reconcile=False)
+            for qualified in base_tables
+        ]
+
+    def _base_table(
+        self, qualified: str, tracking: Callable[[TableName], TableTracking], reconcile: bool
+    ) -> BaseTable:
+        table = TableName.parse_qualified(qualified)
+        state = tracking(table)
+        if state.log is None:
+            return BaseTable(qualified, None, 0, None, state.untracked_reason)
+        files = self.tracking.files(table)
+        missed = state.log.reconcile(files) if reconcile else state.log.verify(files)
+        problem = f"base table {qualified}: {missed}" if missed else ""
+        return BaseTable(qualified, state.log, state.log.current_version(), files, problem)
 
     def compact_logs(self, base_tables: tuple[str, ...]) -> None:
         """Retention: drop the log versions every dependent view has consumed."""

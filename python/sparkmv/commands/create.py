@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 
-from sparkmv.analyze.maintainability import Maintainability, analyze_maintainability
+from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.query import ParsedQuery, parse_query, query_dataframe
 from sparkmv.apply import snapshot
 from sparkmv.apply.materialize import (
@@ -19,9 +19,13 @@ from sparkmv.apply.materialize import (
     now_ms,
     write_new_snapshot,
 )
+from sparkmv.capture.tracking import positions
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata, RefreshStats
 from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.config import STORAGE_BUCKETS_CONF
+from sparkmv.delta.engine import BaseState
+from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import (
@@ -31,7 +35,8 @@ from sparkmv.parse.statements import (
     RefreshTrigger,
     TableName,
 )
-from sparkmv.plan.refresh_plan import check_policy
+from sparkmv.plan.refresh_plan import check_policy, storage_layout
+from sparkmv.plan.view_delta import maintainability_of, stored_rows
 
 RESULT_SCHEMA = ""
 INITIAL_REASON = "initial materialization"
@@ -76,7 +81,7 @@ def plan_create(context: CommandContext, statement: CreateStatement) -> CreatePl
     data = query_dataframe(context.spark, query.text, database)
     columns = view_columns(statement.columns, data.columns)
     policy = statement.refresh.policy or RefreshPolicy.AUTO
-    maintainability = analyze_maintainability(query)
+    maintainability = maintainability_of(context.spark, query, database, data)
     check_policy(name, policy, maintainability)
     return CreatePlan(
         name=name,
@@ -108,9 +113,15 @@ def execute_create(
     if plan.replaces is None:
         # A crash between an earlier DROP's catalog change and its file removal leaves data.
         snapshot.remove_path(context.spark, root)
-    consumed, _ = context.start_tracking(plan.name, plan.query.base_tables)  # it reads all
+    bases = context.start_tracking(plan.name, plan.query.base_tables)  # before reading
+    buckets = int(context.spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
+    layout = storage_layout(plan.policy, plan.maintainability, bases, buckets)
+    data = plan.data
+    if layout.buckets:  # read the tables at the logged versions, through the delta rules
+        engine = delta_engine({b.name: BaseState(b.rows(context.spark)) for b in bases})
+        data = stored_rows(plan.maintainability, engine)
     try:
-        path, rows = write_new_snapshot(context.spark, root, plan.data)
+        path, rows = write_new_snapshot(context.spark, root, data, layout)
     except BaseException:
         if plan.replaces is None:
             context.stop_tracking(plan.name, plan.query.base_tables)
@@ -132,7 +143,8 @@ def execute_create(
         stats=previous.after_full_refresh(
             rows, history.row_count if history else 0, reason, started, finished
         ),
-        consumed_versions=consumed,
+        consumed_versions=positions(bases),
+        layout=layout,
     )
     try:
         create_catalog_view(

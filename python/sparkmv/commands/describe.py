@@ -86,6 +86,7 @@ def information(
         ("Row Count", str(view.row_count)),
         ("Created", format_ms(view.created_ms)),
         ("Storage", view.snapshot),
+        ("Storage Layout", storage_layout_text(view)),
         ("Format Version", str(view.format_version)),
     ]
     if comment:
@@ -94,6 +95,15 @@ def information(
         listed = ", ".join(f"{k}={v}" for k, v in sorted(user.items()))
         rows.append(("Table Properties", f"[{listed}]"))
     return rows
+
+
+def storage_layout_text(view: MvMetadata) -> str:
+    layout = view.layout
+    if not layout.buckets:
+        return "plain (full refreshes rewrite it whole)"
+    rows = "one row per value with its multiplicity" if layout.counted else "one row per copy"
+    buckets = "1 hash bucket" if layout.buckets == 1 else f"{layout.buckets} hash buckets"
+    return f"{buckets}, {rows}"
 
 
 def format_ms(epoch_ms: int) -> str:

@@ -6,7 +6,6 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from sparkmv.analyze.query import query_dataframe
 from sparkmv.commands import create, refresh
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.parse.statements import (
@@ -20,6 +19,7 @@ from sparkmv.parse.statements import (
     ShowStatement,
 )
 from sparkmv.plan.refresh_plan import FULL
+from sparkmv.plan.view_delta import delta_terms, stored_change
 
 RESULT_SCHEMA = "plan STRING"
 
@@ -48,8 +48,9 @@ def run(context: CommandContext, statement: ExplainStatement) -> Rows:
 
 def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode: str) -> str:
     view = context.catalog.get(context.catalog.resolve(statement.name))
-    plan = refresh.refresh_plan(view, statement.mode)
-    data = query_dataframe(context.spark, view.query, view.query_database)
+    query = refresh.view_query(context.spark, view)
+    bases = context.peek_tracking(view.base_tables)
+    plan = refresh.refresh_plan(view, query, statement.mode, bases)
     lines = [
         "== Refresh Plan ==",
         f"Materialized view: {view.name}",
@@ -59,7 +60,26 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
     ]
     if plan.mode == FULL:
         lines.append("Recompute the query into a new snapshot, then switch the view to it.")
-    return "\n".join(lines) + "\n\n" + spark_plan(data, mode)
+        return "\n".join(lines) + "\n\n" + spark_plan(query.data, mode)
+    if plan.reason == refresh.NO_CHANGE:
+        lines.append("Record the refresh in the catalog; no data is read.")
+        return "\n".join(lines)
+    for base in refresh.changed_tables(view, bases):
+        consumed = view.consumed_versions[base.name].version
+        lines.append(f"Changed: {base.name} (change log versions {consumed} to {base.version})")
+    maintained = query.maintainability
+    engine = refresh.base_states(context.spark, view, bases, with_changes=True)
+    lines.append("Delta terms (Z-sets; X_old = X − ΔX; Δ of DISTINCT via counters):")
+    target = "Δcounters" if maintained.counted else "ΔV"
+    lines.append(f"  {target} = {delta_terms(maintained, engine)}")
+    buckets = view.layout.buckets
+    lines.append(
+        f"Apply to the buckets ΔV touches (of {buckets} hash bucket{'s' if buckets != 1 else ''}"
+        + (", counted" if view.layout.counted else "")
+        + "); link the others into a new snapshot, then switch the view to it."
+    )
+    change = stored_change(maintained, engine)
+    return "\n".join(lines) + "\n\n" + spark_plan(change, mode)
 
 
 def _explain_create(context: CommandContext, statement: CreateStatement, mode: str) -> str:

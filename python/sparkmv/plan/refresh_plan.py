@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from sparkmv.analyze.maintainability import Maintainability
+from sparkmv.capture.tracking import BaseTable
+from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.parse.statements import RefreshMode, RefreshPolicy, TableName
 
 FULL = "FULL"
 INCREMENTAL = "INCREMENTAL"
+
+TARGET_BUCKET_BYTES = 4 * 1024 * 1024
+"""Base-table bytes per storage bucket: a 10M-row fact table gets about 50 buckets."""
+MAX_BUCKETS = 256
 
 
 @dataclass(frozen=True)
@@ -50,3 +57,40 @@ def check_policy(name: TableName, policy: RefreshPolicy, maintainability: Mainta
         raise SparkMvError(
             ErrorClass.MATERIALIZED_VIEW_NOT_INCREMENTAL, name=name, reason=maintainability.reason
         )
+
+
+def incremental_obstacle(
+    view: MvMetadata, maintainability: Maintainability, bases: list[BaseTable]
+) -> str:
+    """Why this refresh of a maintainable view cannot be incremental ("" when it can): a
+    base table without a readable log for the versions since the view's last refresh, or a
+    storage not laid out for incremental maintenance."""
+    for base in bases:
+        if base.log is None:
+            return f"base table {base.name} is not tracked: {base.problem}"
+        if base.problem:
+            return base.problem
+        consumed = view.consumed_versions.get(base.name)
+        if consumed is None or consumed.log != base.log.root:
+            return f"the view has not read the current change log of base table {base.name}"
+        if base.version != consumed.version:
+            unreadable = base.log.unreadable_reason(consumed.version, base.version)
+            if unreadable:
+                return f"base table {base.name}: {unreadable}"
+    if not view.layout.buckets or view.layout.counted != maintainability.counted:
+        return "the view's storage is laid out for full refreshes only; this one rewrites it"
+    return ""
+
+
+def storage_layout(
+    policy: RefreshPolicy, maintainability: Maintainability, bases: list[BaseTable], buckets: int
+) -> StorageLayout:
+    """The layout a full refresh writes: bucketed (and counted for a DISTINCT view) when the
+    view may be maintained incrementally, plain otherwise. ``buckets`` > 0 is the configured
+    bucket count; 0 sizes the buckets from the base tables' bytes (``TARGET_BUCKET_BYTES``)."""
+    if not maintainability.incremental or policy is RefreshPolicy.FULL:
+        return PLAIN
+    if buckets <= 0:
+        size = sum(f.size for base in bases if base.files is not None for f in base.files.files)
+        buckets = min(MAX_BUCKETS, max(1, math.ceil(size / TARGET_BUCKET_BYTES)))
+    return StorageLayout(counted=maintainability.counted, buckets=buckets)

@@ -1,0 +1,269 @@
+"""The view's query as relational operators: the IR the delta rules work on.
+
+A query of the maintainable class (DESIGN §6; Blakeley §5's ``π_X(σ_C(R_1 × … × R_p))``
+blocks, combined with ``UNION ALL``, ``UNION`` and ``DISTINCT``) becomes a tree of
+
+- ``Scan``: one occurrence of a base table (a self-join has two);
+- ``Join``: the cross product of its inputs restricted by the ``ON`` conditions (inner joins
+  only; comma and ``CROSS JOIN`` are joins without a condition);
+- ``Filter`` (``WHERE``), ``Project`` (the select list, bag semantics);
+- ``Distinct`` (``SELECT DISTINCT``, and ``UNION`` as ``Distinct(UnionAll)``);
+- ``UnionAll``.
+
+Subqueries in ``FROM`` and non-recursive ``WITH`` are inlined (each reference to a CTE is
+its own subtree). ``ORDER BY`` without ``LIMIT`` is dropped: a view is a multiset.
+
+Columns are renamed to internal names unique in the whole tree (``__c0``, ``__c1``, …), and
+every expression is rewritten to use them, so a self-join or a subquery alias needs no
+qualifier and any column name works. Expressions stay sqlglot trees; they are rendered as
+Spark SQL and evaluated with ``F.expr`` over DataFrames with the internal names.
+
+Anything outside the class raises ``NotMaintainableError`` naming the construct.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from sparkmv.analyze.constructs import find_unsupported_expression, unsupported_select_clause
+
+
+class NotMaintainableError(Exception):
+    """The query has a construct incremental maintenance does not cover (the message names it)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Scan:
+    table: str  # qualified, lower case: db.name
+    columns: tuple[str, ...]  # the table's column names, in schema order
+    outputs: tuple[str, ...]  # internal names, positionally
+    alias: str  # the name the query gave this occurrence (for EXPLAIN)
+
+
+@dataclass(frozen=True, eq=False)
+class Join:
+    inputs: tuple[Node, ...]
+    condition: exp.Expr | None
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(name for node in self.inputs for name in node.outputs)
+
+
+@dataclass(frozen=True, eq=False)
+class Filter:
+    child: Node
+    predicate: exp.Expr
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.child.outputs
+
+
+@dataclass(frozen=True, eq=False)
+class Project:
+    child: Node
+    expressions: tuple[exp.Expr, ...]
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Distinct:
+    child: Node
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.child.outputs
+
+
+@dataclass(frozen=True, eq=False)
+class UnionAll:
+    children: tuple[Node, ...]
+    outputs: tuple[str, ...]
+
+
+Node = Scan | Join | Filter | Project | Distinct | UnionAll
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Scan):
+        return ()
+    if isinstance(node, Join):
+        return node.inputs
+    if isinstance(node, UnionAll):
+        return node.children
+    return (node.child,)
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node below it, parents first."""
+    yield node
+    for child in children(node):
+        yield from walk(child)
+
+
+def scanned_tables(node: Node) -> set[str]:
+    return {scan.table for scan in walk(node) if isinstance(scan, Scan)}
+
+
+@dataclass
+class _Relation:
+    """A FROM item as the enclosing SELECT sees it: column name → internal name."""
+
+    node: Node
+    columns: dict[str, str]
+
+
+@dataclass
+class RelationalBuilder:
+    """Builds the IR from a query qualified by ``sqlglot.optimizer.qualify``.
+
+    ``tables`` maps each qualified base table to its column names (schema order).
+    """
+
+    tables: dict[str, tuple[str, ...]]
+    _names: Iterator[int] = field(default_factory=itertools.count)
+
+    def build(self, tree: exp.Expr) -> tuple[Node, list[str]]:
+        """The IR of ``tree`` and its output column names."""
+        return self._query(tree, {})
+
+    def _fresh(self) -> str:
+        return f"__c{next(self._names)}"
+
+    def _query(self, tree: exp.Expr, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
+        ctes = self._with(tree, ctes)
+        if isinstance(tree, exp.Subquery):
+            if tree.args.get("limit") or tree.args.get("offset"):
+                raise NotMaintainableError("LIMIT / OFFSET")
+            return self._query(tree.this, ctes)
+        if isinstance(tree, exp.Union):
+            return self._union(tree, ctes)
+        if isinstance(tree, exp.Intersect):
+            raise NotMaintainableError("INTERSECT")
+        if isinstance(tree, exp.Except):
+            raise NotMaintainableError("EXCEPT")
+        if isinstance(tree, exp.Select):
+            return self._select(tree, ctes)
+        raise NotMaintainableError(f"{type(tree).__name__.upper()} as a query")
+
+    def _with(self, tree: exp.Expr, ctes: dict[str, exp.Expr]) -> dict[str, exp.Expr]:
+        with_ = tree.args.get("with_") or tree.args.get("with")
+        if not isinstance(with_, exp.With):
+            return ctes
+        if with_.args.get("recursive"):
+            raise NotMaintainableError("WITH RECURSIVE")
+        scoped = dict(ctes)
+        for cte in with_.expressions:
+            scoped[cte.alias_or_name.lower()] = cte.this
+        return scoped
+
+    def _union(self, tree: exp.Union, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
+        for clause in ("limit", "offset"):
+            if tree.args.get(clause):
+                raise NotMaintainableError("LIMIT / OFFSET")
+        left, names = self._query(tree.this, ctes)
+        right, _ = self._query(tree.expression, ctes)
+        if len(left.outputs) != len(right.outputs):
+            raise NotMaintainableError("UNION of inputs with different column counts")
+        union: Node = UnionAll((left, right), tuple(self._fresh() for _ in left.outputs))
+        if tree.args.get("distinct"):
+            union = Distinct(union)
+        return union, names
+
+    def _select(self, select: exp.Select, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
+        clause = unsupported_select_clause(select)
+        if clause:
+            raise NotMaintainableError(clause)
+        source = select.args.get("from_") or select.args.get("from")
+        if not isinstance(source, exp.From):
+            raise NotMaintainableError("a query without FROM")
+        scope: dict[str, _Relation] = {}
+        inputs = [self._from_item(source.this, ctes, scope)]
+        conditions: list[exp.Expr] = []
+        for join in select.args.get("joins") or []:
+            if join.side or join.kind not in ("", "INNER", "CROSS"):
+                kind = " ".join(part for part in (join.side, join.kind) if part)
+                raise NotMaintainableError(f"{kind} JOIN")
+            if join.args.get("using"):
+                raise NotMaintainableError("JOIN ... USING")
+            inputs.append(self._from_item(join.this, ctes, scope))
+            if join.args.get("on"):
+                conditions.append(join.args["on"])
+        condition = self._expression(exp.and_(*conditions), scope) if conditions else None
+        node: Node = inputs[0] if len(inputs) == 1 else Join(tuple(inputs), condition)
+        where = select.args.get("where")
+        if where is not None:
+            node = Filter(node, self._expression(where.this, scope))
+        expressions, names = [], []
+        for projection in select.expressions:
+            if isinstance(projection, exp.Star) or (
+                isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
+            ):
+                raise NotMaintainableError("an unexpanded *")
+            expressions.append(self._expression(projection.unalias(), scope))
+            names.append(projection.alias_or_name.lower())
+        node = Project(node, tuple(expressions), tuple(self._fresh() for _ in expressions))
+        if select.args.get("distinct"):
+            if select.args["distinct"].args.get("on"):
+                raise NotMaintainableError("DISTINCT ON")
+            node = Distinct(node)
+        return node, names
+
+    def _from_item(
+        self, item: exp.Expr, ctes: dict[str, exp.Expr], scope: dict[str, _Relation]
+    ) -> Node:
+        alias = item.alias_or_name.lower()
+        if isinstance(item, exp.Table):
+            if item.args.get("sample"):
+                raise NotMaintainableError("TABLESAMPLE")
+            if not isinstance(item.this, exp.Identifier):
+                raise NotMaintainableError(f"{type(item.this).__name__.upper()} in FROM")
+            name = item.name.lower()
+            if not item.db and name in ctes:
+                node, names = self._query(ctes[name], ctes)
+                scope[alias] = _Relation(node, dict(zip(names, node.outputs, strict=True)))
+                return node
+            qualified = f"{item.db.lower()}.{name}"
+            if qualified not in self.tables:
+                raise NotMaintainableError(f"table {qualified} (not among the view's base tables)")
+            columns = self.tables[qualified]
+            scan = Scan(qualified, columns, tuple(self._fresh() for _ in columns), alias)
+            scope[alias] = _Relation(
+                scan, {c.lower(): o for c, o in zip(columns, scan.outputs, strict=True)}
+            )
+            return scan
+        if isinstance(item, exp.Subquery):
+            node, names = self._query(item, ctes)
+            columns = item.args["alias"].columns if item.args.get("alias") else []
+            if columns:
+                names = [column.name.lower() for column in columns]
+            scope[alias] = _Relation(node, dict(zip(names, node.outputs, strict=True)))
+            return node
+        raise NotMaintainableError(f"{type(item).__name__.upper()} in FROM")
+
+    def _expression(self, expression: exp.Expr, scope: dict[str, _Relation]) -> exp.Expr:
+        """``expression`` with every column replaced by its internal name."""
+        construct = find_unsupported_expression(expression)
+        if construct:
+            raise NotMaintainableError(construct)
+
+        def rename(node: exp.Expr) -> exp.Expr:
+            if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
+                return node
+            return exp.column(self._resolve(node, scope), quoted=True)
+
+        return expression.copy().transform(rename)
+
+    @staticmethod
+    def _resolve(column: exp.Column, scope: dict[str, _Relation]) -> str:
+        name, table = column.name.lower(), column.table.lower()
+        candidates = [scope[table]] if table in scope else [] if table else list(scope.values())
+        matches = [relation.columns[name] for relation in candidates if name in relation.columns]
+        if len(matches) != 1:
+            raise NotMaintainableError(f"the column reference {column.sql(dialect='spark')}")
+        return matches[0]

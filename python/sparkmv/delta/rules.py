@@ -1,0 +1,22 @@
+"""The ordered registry of delta rules, one per operator (as sqlglot orders its optimizer
+rules): the first rule whose operator matches a node handles it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sparkmv.delta import distinct, join, project, scan, selection, union_all
+from sparkmv.delta.engine import BaseState, DeltaEngine, DeltaRule
+
+RULES: tuple[DeltaRule, ...] = (
+    scan.RULE,
+    selection.RULE,
+    project.RULE,
+    join.RULE,
+    union_all.RULE,
+    distinct.RULE,
+)
+
+
+def delta_engine(tables: Mapping[str, BaseState]) -> DeltaEngine:
+    return DeltaEngine(tables, RULES)

@@ -1,0 +1,77 @@
+"""What a refresh computes for a maintained view: its stored rows (full) or their change
+(incremental), from the delta rules, and whether the rules can stand in for the query.
+
+The storage holds the rows of ``Maintainability.stored``: the view's rows, or under a top
+``DISTINCT`` the rows of its input with their multiplicity (``StorageLayout.counted``). The
+change applied to it is therefore ``Δstored`` — for a DISTINCT view the counters absorb it
+and the visible change follows from them (``apply/incremental.py``).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from sparkmv.analyze.maintainability import Maintainability, analyze_maintainability
+from sparkmv.analyze.query import ParsedQuery
+from sparkmv.apply.snapshot import storage_columns
+from sparkmv.delta.engine import BaseState, DeltaEngine, Version, with_outputs
+from sparkmv.delta.rules import delta_engine
+from sparkmv.zset import WEIGHT, consolidate
+
+
+def maintainability_of(
+    spark: SparkSession, query: ParsedQuery, database: str, data: DataFrame
+) -> Maintainability:
+    """``analyze_maintainability``, then a check that the delta rules' evaluation of the IR
+    has the query's column types (sqlglot reads the query, Spark runs the rules)."""
+    tables = {table: spark.table(table) for table in query.base_tables}
+    found = analyze_maintainability(query, database, data, tables)
+    if not found.incremental or found.root is None:
+        return found
+    for field in data.schema.fields:
+        if "map<" in field.dataType.simpleString():
+            return Maintainability(
+                False, f"column {field.name} holds a MAP, and maps cannot be compared"
+            )
+    engine = delta_engine({table: BaseState(frame) for table, frame in tables.items()})
+    evaluated = engine.evaluate(found.root, Version.NEW)
+    expected = [field.dataType for field in data.schema.fields]
+    actual = [field.dataType for field in evaluated.schema.fields if field.name != WEIGHT]
+    if expected != actual:
+        return Maintainability(
+            False,
+            "the delta rules would compute other column types than the query "
+            f"({_types(actual)} instead of {_types(expected)})",
+        )
+    return found
+
+
+def _types(types: list[T.DataType]) -> str:
+    return ", ".join(t.simpleString() for t in types)
+
+
+def stored_rows(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
+    """The rows a full refresh stores: visible columns (and the counter when counted).
+
+    A value over the base tables as they are now has weight 1 on every row (scans weigh 1,
+    joins multiply, DISTINCT gives 1), so the bag is the rows themselves.
+    """
+    stored = maintained.stored
+    rows = _storage_named(engine.evaluate(stored, Version.NEW), stored.outputs)
+    return consolidate(rows) if maintained.counted else rows.drop(WEIGHT)
+
+
+def stored_change(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
+    """``Δstored`` in storage columns, consolidated."""
+    stored = maintained.stored
+    return consolidate(_storage_named(engine.delta(stored), stored.outputs))
+
+
+def _storage_named(zset: DataFrame, outputs: tuple[str, ...]) -> DataFrame:
+    return with_outputs(zset, outputs, tuple(storage_columns(len(outputs))))
+
+
+def delta_terms(maintained: Maintainability, engine: DeltaEngine) -> str:
+    """``Δstored`` in the rules' algebra (EXPLAIN)."""
+    return engine.describe(maintained.stored)

@@ -1,0 +1,117 @@
+"""The view IR: which queries become which operators, and which constructs are refused.
+
+Pure sqlglot, no Spark: the builder only needs the base tables' column names.
+"""
+
+from __future__ import annotations
+
+import pytest
+import sqlglot
+from sparkmv.analyze.relational import (
+    Distinct,
+    Filter,
+    Join,
+    Node,
+    NotMaintainableError,
+    Project,
+    RelationalBuilder,
+    Scan,
+    UnionAll,
+    walk,
+)
+from sqlglot.optimizer.qualify import qualify
+
+TABLES = {"db.r": ("a", "b"), "db.s": ("b", "c")}
+
+
+def build(query: str) -> tuple[Node, list[str]]:
+    schema: dict[str, object] = {
+        "db": {"r": {"a": "INT", "b": "INT"}, "s": {"b": "INT", "c": "STRING"}}
+    }
+    tree = qualify(sqlglot.parse_one(query, read="spark"), schema=schema, db="db", dialect="spark")
+    return RelationalBuilder(TABLES).build(tree)
+
+
+def shape(node: Node) -> str:
+    """The operator tree as text, e.g. ``Project(Filter(Scan(db.r)))``."""
+    if isinstance(node, Scan):
+        return f"Scan({node.table})"
+    if isinstance(node, Join):
+        return "Join(" + ", ".join(shape(i) for i in node.inputs) + ")"
+    if isinstance(node, UnionAll):
+        return "UnionAll(" + ", ".join(shape(c) for c in node.children) + ")"
+    return f"{type(node).__name__}({shape(node.child)})"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("SELECT a FROM r WHERE b > 1", "Project(Filter(Scan(db.r)))"),
+        ("SELECT * FROM r JOIN s ON r.b = s.b", "Project(Join(Scan(db.r), Scan(db.s)))"),
+        (
+            "SELECT x.a FROM r x, r y WHERE x.b = y.b",
+            "Project(Filter(Join(Scan(db.r), Scan(db.r))))",
+        ),
+        ("SELECT DISTINCT b FROM r", "Distinct(Project(Scan(db.r)))"),
+        (
+            "SELECT b FROM r UNION SELECT b FROM s",
+            "Distinct(UnionAll(Project(Scan(db.r)), Project(Scan(db.s))))",
+        ),
+        (
+            "WITH k AS (SELECT DISTINCT b FROM r) SELECT k.b, s.c FROM k JOIN s ON k.b = s.b",
+            "Project(Join(Distinct(Project(Scan(db.r))), Scan(db.s)))",
+        ),
+        ("SELECT q.a FROM (SELECT a FROM r) q ORDER BY q.a", "Project(Project(Scan(db.r)))"),
+    ],
+)
+def test_queries_become_operators(query: str, expected: str) -> None:
+    assert shape(build(query)[0]) == expected
+
+
+def test_columns_get_internal_names_and_expressions_use_them() -> None:
+    node, names = build("SELECT r.a + 1 AS a1, s.c FROM r JOIN s ON r.b = s.b WHERE s.c <> 'x'")
+    assert names == ["a1", "c"]
+    assert isinstance(node, Project)
+    assert len(set(node.outputs)) == 2
+    scans = [n for n in walk(node) if isinstance(n, Scan)]
+    internal = {o for scan in scans for o in scan.outputs}
+    rendered = " ".join(e.sql(dialect="spark") for e in node.expressions)
+    assert "r." not in rendered and "s." not in rendered
+    assert any(name in rendered for name in internal)
+    assert isinstance(node.child, Filter) and isinstance(node.child.child, Join)
+
+
+def test_self_join_scans_get_distinct_names() -> None:
+    node, _ = build("SELECT x.a, y.a FROM r x JOIN r y ON x.b = y.b")
+    scans = [n for n in walk(node) if isinstance(n, Scan)]
+    assert len(scans) == 2
+    assert not set(scans[0].outputs) & set(scans[1].outputs)
+
+
+@pytest.mark.parametrize(
+    ("query", "construct"),
+    [
+        ("SELECT a FROM r LIMIT 1", "LIMIT"),
+        ("SELECT b, count(*) FROM r GROUP BY b", "GROUP BY"),
+        ("SELECT a, rand() FROM r", "RAND"),
+        ("SELECT a, uuid() FROM r", "UUID"),
+        ("SELECT a, current_timestamp() FROM r", "CURRENT_TIMESTAMP"),
+        ("SELECT * FROM r LEFT JOIN s ON r.b = s.b", "LEFT JOIN"),
+        ("SELECT a FROM r EXCEPT SELECT b FROM s", "EXCEPT"),
+        ("SELECT a FROM r INTERSECT SELECT b FROM s", "INTERSECT"),
+        ("SELECT a FROM r WHERE b IN (SELECT b FROM s)", "subquery"),
+        ("SELECT a, row_number() OVER (ORDER BY a) FROM r", "window"),
+        ("SELECT explode(array(a)) FROM r", "generator"),
+        ("SELECT 1 AS one", "without FROM"),
+    ],
+)
+def test_constructs_outside_the_class_are_named(query: str, construct: str) -> None:
+    with pytest.raises(NotMaintainableError, match=construct):
+        build(query)
+
+
+def test_distinct_root_and_union_outputs() -> None:
+    node, names = build("SELECT a FROM r UNION ALL SELECT b FROM s")
+    assert isinstance(node, UnionAll) and names == ["a"]
+    assert len(node.outputs) == 1
+    assert isinstance(build("SELECT DISTINCT a FROM r")[0], Distinct)
