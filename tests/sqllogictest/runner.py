@@ -95,14 +95,15 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import sqlglot
+from sparkmv.bridge import quiet_pyspark_error_logs
 from sqlglot import exp
 
 REPO = Path(__file__).resolve().parents[2]
@@ -1086,25 +1087,6 @@ def _table_count(query: Query) -> int:
     return 0 if names is None else len(names)
 
 
-@contextmanager
-def quiet_pyspark_errors() -> Iterator[None]:
-    """PySpark logs every captured SQL error as JSON on stderr; the runner reports its own."""
-    from pyspark.logger import PySparkLogger
-
-    loggers = [
-        PySparkLogger.getLogger(name)
-        for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
-    ]
-    previous = [logger.disabled for logger in loggers]
-    for logger in loggers:
-        logger.disabled = True
-    try:
-        yield
-    finally:
-        for logger, was in zip(loggers, previous, strict=True):
-            logger.disabled = was
-
-
 def run(
     spark: Any,
     selection: Selection,
@@ -1123,7 +1105,7 @@ def run(
     previous_ansi = spark.conf.get(ANSI, None)
     spark.conf.set(ANSI, "false")
     try:
-        with quiet_pyspark_errors():
+        with quiet_pyspark_error_logs():  # the runner reports errors itself
             for group in groups:
                 for start in range(0, len(group.queries), selection.chunk):
                     queries = group.queries[start : start + selection.chunk]

@@ -29,29 +29,29 @@ class RefreshStats:
         self, rows_written: int, rows_replaced: int, reason: str, started_ms: int, finished_ms: int
     ) -> RefreshStats:
         """The counters once a full refresh replaced ``rows_replaced`` rows by ``rows_written``."""
-        return RefreshStats(
-            refreshes=self.refreshes + 1,
+        return replace(
+            self._after("FULL", rows_written, rows_replaced, reason, started_ms, finished_ms),
             full_refreshes=self.full_refreshes + 1,
-            incremental_refreshes=self.incremental_refreshes,
-            rows_inserted=self.rows_inserted + rows_written,
-            rows_deleted=self.rows_deleted + rows_replaced,
-            last_mode="FULL",
-            last_reason=reason,
-            last_refreshed_ms=finished_ms,
-            last_duration_ms=finished_ms - started_ms,
         )
 
     def after_incremental_refresh(
         self, inserted: int, deleted: int, reason: str, started_ms: int, finished_ms: int
     ) -> RefreshStats:
         """The counters once ΔV inserted and deleted that many visible rows."""
-        return RefreshStats(
-            refreshes=self.refreshes + 1,
-            full_refreshes=self.full_refreshes,
+        return replace(
+            self._after("INCREMENTAL", inserted, deleted, reason, started_ms, finished_ms),
             incremental_refreshes=self.incremental_refreshes + 1,
+        )
+
+    def _after(
+        self, mode: str, inserted: int, deleted: int, reason: str, started_ms: int, finished_ms: int
+    ) -> RefreshStats:
+        return replace(
+            self,
+            refreshes=self.refreshes + 1,
             rows_inserted=self.rows_inserted + inserted,
             rows_deleted=self.rows_deleted + deleted,
-            last_mode="INCREMENTAL",
+            last_mode=mode,
             last_reason=reason,
             last_refreshed_ms=finished_ms,
             last_duration_ms=finished_ms - started_ms,
