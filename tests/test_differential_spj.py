@@ -121,7 +121,7 @@ def test_generated_sql_parses_and_every_column_resolves(scenario: Scenario) -> N
         sqlglot.parse_one(statement, read="spark")
 
 
-@settings(max_examples=spark_examples(4), phases=NO_SHRINK)
+@settings(max_examples=spark_examples(3), phases=NO_SHRINK)
 @given(scenario=scenarios())
 def test_spj_views_match_their_query_after_every_refresh(
     spark: SparkSession, db: str, scenario: Scenario

@@ -578,7 +578,7 @@ def writes(draw: Draw, table: Table) -> str:
 def batches(draw: Draw, read: Sequence[Table] = TABLES) -> list[str]:
     """The writes between two refreshes: none now and then, else one to three, mostly to the
     tables in ``read`` (those the view reads; a write to another one changes nothing)."""
-    count = draw(st.sampled_from([0, 1, 1, 2, 2, 3]))
+    count = draw(st.sampled_from([1, 1, 2, 2, 3, 0]))  # hypothesis favours the first ones
     tables = st.one_of(*[st.sampled_from(list(read) or TABLES)] * 5, st.sampled_from(TABLES))
     return [draw(writes(draw(tables))) for _ in range(count)]
 
@@ -615,7 +615,7 @@ def scenarios(draw: Draw, view: st.SearchStrategy[View] | None = None) -> Scenar
     chosen = draw(view if view is not None else views())
     read = chosen.tables()
     steps = [
-        Step(draw(batches(read)), draw(st.integers(0, 3)) == 0)
+        Step(draw(batches(read)), draw(st.integers(0, 99)) >= 80)
         for _ in range(draw(st.integers(1, 3)))
     ]
     return Scenario(setup, chosen, steps)
