@@ -92,9 +92,12 @@ def test_retention_compacts_consumed_versions_and_then_deletes_replaced_files(
     refresh_reason(spark, "v")
     assert log.earliest_readable() == log.current_version() - 1  # w has not consumed the DELETE
     assert all(path.exists() for path in original)
+    rows = Path(log.root.removeprefix("file:")) / "rows"
+    assert list(rows.rglob("*.parquet"))  # the DELETE's deleted rows
     refresh_reason(spark, "w")
     assert log.earliest_readable() == log.current_version()
     assert not any(path.exists() for path in original)
+    assert not list(rows.rglob("*.parquet"))
     assert spark.table("t").count() == 2
     spark.sql("UPDATE t SET v = 'x' WHERE k = 2")
     assert "outside" not in refresh_reason(spark, "v")

@@ -1,6 +1,7 @@
 """Captured writes: appends to tracked tables are logged by reference, overwrites keep the rows
-they replace, untracked tables are untouched; the views stay exact either way. (Every write
-kind against the snapshot oracle: ``test_write_kinds.py``.)"""
+they replace, copy-on-writes log only the rows they changed, untracked tables are untouched;
+the views stay exact either way. (Every write kind against the snapshot oracle:
+``test_write_kinds.py``.)"""
 
 from __future__ import annotations
 
@@ -49,6 +50,44 @@ def test_overwrites_log_the_rows_they_replace(spark: SparkSession, db: str) -> N
     assert changes(log, 1, 2) == Counter({("b", 2): -1, ("c", 3): 1})
     spark.sql("TRUNCATE TABLE t")
     assert changes(log, 1, 3) == Counter({("b", 2): -1, ("a", 1): -1})
+    spark.sql("REFRESH MATERIALIZED VIEW v")
+    assert_view_matches_query(spark, "v")
+
+
+@pytest.mark.parametrize("partitioned", [False, True])
+def test_copy_on_write_logs_only_the_rows_it_changed(
+    spark: SparkSession, db: str, partitioned: bool
+) -> None:
+    clause = "PARTITIONED BY (p)" if partitioned else ""
+    spark.sql(f"CREATE TABLE t (k BIGINT, v STRING, p INT) USING parquet {clause}")
+    spark.sql("INSERT INTO t SELECT id, 'x', CAST(id % 2 AS INT) FROM range(100)")
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT p, count(*) AS n FROM t GROUP BY p")
+    log = change_log_of(spark, "t")
+    start = log.current_version()
+    spark.sql("DELETE FROM t WHERE k = 3")
+    spark.sql("UPDATE t SET v = 'y', p = 0 WHERE k = 5")
+    spark.sql(
+        "MERGE INTO t USING (SELECT 7L AS k, 'z' AS v, 1 AS p UNION ALL SELECT 200L, 'n', 1) "
+        "AS s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )
+    logged = [
+        (
+            log.read_files(list(c.inserted_files)).count(),
+            log.read_files(list(c.deleted_files)).count(),
+        )
+        for c in log.commits(start, log.current_version())
+    ]
+    assert logged == [(0, 1), (1, 1), (2, 1)]  # the rows kept in rewritten files are not
+    assert changes(log, start, log.current_version()) == Counter(
+        {
+            (3, "x", 1): -1,
+            (5, "x", 1): -1,
+            (5, "y", 0): 1,
+            (7, "x", 1): -1,
+            (7, "z", 1): 1,
+            (200, "n", 1): 1,
+        }
+    )
     spark.sql("REFRESH MATERIALIZED VIEW v")
     assert_view_matches_query(spark, "v")
 

@@ -5,17 +5,19 @@ Layout under the log's root directory::
     commits/00000000000000000007.json   one manifest per committed write, published atomically
     commits/_compacted_through.7        versions up to 7 were compacted away (holds v7's state)
     rows/00000000000000000007-<id>/{inserted,deleted}/   explicit change rows (parquet)
+    rows/<id>/<partition path>/         pre-images a copy-on-write deleted, referenced as files
     preserved/<id>/                     links to data files a replacing write removed
     pending/<id>.intent, <id>.json       a copy-on-write in progress, until its commit
 
 A commit records the rows a write inserted and deleted: as references to data files (the
-files an append or a copy-on-write added; the files an overwrite or a copy-on-write
-replaced, which stay readable until compaction) or as explicit change rows. Reading a
-version range ``(a, b]`` is one Spark job over the referenced files: inserted rows weigh +1,
-deleted rows −1, and consolidation leaves the net changes ``A-net = A − D``, ``D-net = D − A``
-(Hanson §2.2; Blakeley §3: the net effect of a transaction has disjoint inserted and deleted
-parts). A copy-on-write that rewrote a file logs it as deleted and its rewrite as inserted:
-the rows it kept cancel out.
+files an append added; the files an overwrite replaced, which stay readable until
+compaction; a copy-on-write's files of new rows, and the files of its deleted rows'
+pre-images, which the log owns) or as explicit change rows. Reading a version range
+``(a, b]`` is one Spark job over the referenced files: inserted rows weigh +1, deleted rows
+−1, and consolidation leaves the net changes ``A-net = A − D``, ``D-net = D − A`` (Hanson
+§2.2; Blakeley §3: the net effect of a transaction has disjoint inserted and deleted parts).
+A copy-on-write logs only the rows it changed, never the rows it copied, so reading it costs
+in proportion to the change.
 
 Each commit also records the digest of the table's file set after the write
 (``capture.files``). ``reconcile`` compares it with the table's current files before the log
@@ -214,6 +216,11 @@ class ChangeLog:
         rows.select(*self.schema.fieldNames()).write.mode("errorifexists").parquet(path)
         return path
 
+    def change_rows_dir(self) -> str:
+        """A fresh directory for change-row files that commits reference like data files
+        (a copy-on-write's pre-images); compaction removes it with the commit."""
+        return f"{self.root}/rows/{uuid.uuid4().hex}"
+
     def preserved_dir(self) -> str:
         """A fresh directory for links to files a replacing write is about to remove."""
         return f"{self.root}/preserved/{uuid.uuid4().hex}"
@@ -354,9 +361,20 @@ class ChangeLog:
             for rows in (commit.inserted_rows, commit.deleted_rows):
                 if rows:
                     fs.remove(self.spark, rows.rsplit("/", 1)[0])
+            for directory in self._owned_rows_dirs(commit):
+                fs.remove(self.spark, directory)
         for commit in commits:
             fs.remove(self.spark, self._manifest(commit.version))
         fs.remove(self.spark, self._marker(previous))
+
+    def _owned_rows_dirs(self, commit: LogCommit) -> set[str]:
+        """The ``change_rows_dir``s of the log's own files that ``commit`` references."""
+        prefix = f"{self.root}/rows/"
+        return {
+            prefix + ref.path[len(prefix) :].split("/", 1)[0]
+            for ref in (*commit.inserted_files, *commit.deleted_files)
+            if ref.path.startswith(prefix)
+        }
 
     # -- reading -------------------------------------------------------------------------
 

@@ -1,20 +1,25 @@
 """``DELETE``, ``UPDATE`` and ``MERGE`` on parquet tables, by copy-on-write.
 
 The shim hands over the statement as a DataFrame of row changes (``RowLevelChanges.scala``:
-the table's columns as the statement leaves each row, then the row's file, its position in
-the file, its action — keep, update, delete or insert — and whether a MERGE matched it).
-Only the *data units* (the table, or the partitions) holding affected files change:
+the table's columns as the statement leaves each row, then the pre-image of an updated or
+deleted row, the row's file, its position in the file, its action — keep, update, delete or
+insert — and whether a MERGE matched it). Only the *data units* (the table, or the
+partitions) holding affected files change:
 
 1. find the affected files ``F`` (files with an updated or deleted row);
-2. write the rows of ``F`` that stay (kept, updated) and the inserted rows to a staging
-   directory, partitioned like the table;
+2. in one Spark job over the rows of ``F`` and the inserted rows, write to a staging
+   directory, partitioned like the table and by what each row is: *kept* (a row of ``F``
+   the statement leaves alone), *new* (an updated row's post-image, an inserted row) and,
+   for a tracked table, *old* (an updated or deleted row's pre-image);
 3. give each touched unit a new directory — ``<table>/_sparkmv_<id>`` for an unpartitioned
-   table, ``<table>/_sparkmv_<id>/<partition path>`` for partitions — holding its rewritten
-   files plus hard links to its files outside ``F`` (no copy);
+   table, ``<table>/_sparkmv_<id>/<partition path>`` for partitions — holding its kept and
+   new files plus hard links to its files outside ``F`` (no copy); move the old files into
+   the change log;
 4. point the units at their new directories in **one metastore call** — the commit point: a
    reader (plain Spark included) sees every old location or every new one;
-5. log the write: the new files as inserted, ``F`` as deleted (Hanson §2.2; the rows kept
-   cancel in the net changes), the old units' files as retired (compaction deletes them).
+5. log the write as its changed rows only: the new files as inserted, the old files as
+   deleted (so reading the log costs in proportion to the change, not to ``F``); the kept
+   files are not logged; the old units' files are retired (compaction deletes them).
 
 Recovery: the log commit is *prepared* before the swap (``ChangeLog.prepare``). A process
 killed after the swap leaves the table in the prepared state, and ``reconcile`` publishes the
@@ -56,17 +61,23 @@ from sparkmv.parse.statements import TableName
 
 MERGE = "MERGE"
 KEEP, UPDATE, DELETE, INSERT = "keep", "update", "delete", "insert"
+KEPT, NEW, OLD = "kept", "new", "old"  # what a staged file holds (step 2)
 
 
 @dataclass(frozen=True)
 class RowChanges:
-    """The shim's DataFrame of row changes; its last four columns describe each row."""
+    """The shim's DataFrame of row changes; its last five columns describe each row."""
 
     frame: DataFrame
 
     @property
     def table_columns(self) -> list[str]:
-        return self.frame.columns[:-4]
+        return self.frame.columns[:-5]
+
+    @property
+    def before(self) -> Any:
+        """The row's values before the statement (a struct); null unless updated or deleted."""
+        return self._column(-5)
 
     def _column(self, position: int) -> Any:
         return F.col(f"`{self.frame.columns[position]}`")
@@ -91,6 +102,14 @@ class RowChanges:
     def identity(self) -> list[str]:
         """Names of the columns that identify a target row: its file and position."""
         return self.frame.columns[-4:-2]
+
+
+@dataclass(frozen=True)
+class StagedFile:
+    """A file the staging job wrote: what it holds (``KEPT``, ``NEW`` or ``OLD``)."""
+
+    holds: str
+    file: DataFile
 
 
 @dataclass(frozen=True)
@@ -188,6 +207,8 @@ class CopyOnWrite:
         # which Spark's own overwrites delete recursively.
         self.version_dir = f"{self.root}/{VERSION_DIR_PREFIX}{write_id}"
         self.staging = f"{self.root}/{VERSION_DIR_PREFIX}staging-{write_id}"
+        # Where the pre-images of updated and deleted rows go in the log.
+        self.old_rows = log.change_rows_dir() if log is not None else ""
         jvm: Any = self.spark._jvm
         self.affected = {
             str(jvm.org.apache.hadoop.fs.Path(jvm.java.net.URI(path)).toString())
@@ -195,10 +216,11 @@ class CopyOnWrite:
         }
 
     def run(self) -> None:
-        pending_id = self.log.intend([self.staging]) if self.log is not None else ""
+        pending_id = self.log.intend([self.staging, self.old_rows]) if self.log is not None else ""
         written = self.write_staging()
         checkpoint("row_level.after_write")
-        new_units, inserted = self.build_units(written)
+        new_units, inserted = self.build_units([s for s in written if s.holds != OLD])
+        deleted = self.move_old_rows([s.file for s in written if s.holds == OLD])
         replaced = [unit for unit in self.before.units if unit.partition in new_units]
         after = TableFiles(
             tuple(u for u in self.before.units if u.partition not in new_units)
@@ -208,9 +230,7 @@ class CopyOnWrite:
             self.kind,
             after,
             inserted_files=tuple(inserted),
-            deleted_files=tuple(
-                FileRef.of(f) for f in self.before.files if f.path in self.affected
-            ),
+            deleted_files=tuple(deleted),
             retired_files=tuple(
                 path
                 for unit in replaced
@@ -220,7 +240,7 @@ class CopyOnWrite:
             metrics=dict(self.summary.counts),
         )
         empty = f"{self.root}/{VERSION_DIR_PREFIX}empty-{uuid.uuid4().hex}"
-        abandoned = [self.version_dir, self.staging, empty]
+        abandoned = [self.version_dir, self.staging, empty, self.old_rows]
         prepared = (
             self.log.prepare(pending_id, self.before, commit, abandoned)
             if self.log is not None
@@ -252,29 +272,60 @@ class CopyOnWrite:
             fs.remove(self.spark, record)
         fs.publish_text(self.spark, record, json.dumps(list(retired)))
 
-    def write_staging(self) -> list[DataFile]:
-        """The rows of affected files that stay, and inserted rows, partitioned like the
-        table, in a hidden staging directory."""
+    def write_staging(self) -> list[StagedFile]:
+        """Step 2: one job writes the kept, new and (if tracked) old rows to the hidden
+        staging directory, into ``<staging>/sparkmv_staged=<holds>/<partition path>/`` (not
+        a hidden name: ``fs.data_files`` skips those)."""
         c = self.changes
-        stays = c.file.isin(list(self.summary.affected_files)) & c.action.isin(KEEP, UPDATE)
-        kept = c.frame.where(stays)
+        tag = next(
+            name
+            for name in (f"sparkmv_staged{'_' * n}" for n in range(len(c.table_columns) + 1))
+            if name not in c.table_columns
+        )
+        rows = c.frame.where(c.file.isin(list(self.summary.affected_files)))
         if self.kind == MERGE:  # a row two source rows matched without a WHEN MATCHED clause
-            kept = kept.dropDuplicates(c.identity)
-        columns = [F.col(f"`{name}`") for name in c.table_columns]
-        rows = kept.select(*columns).unionByName(c.frame.where(c.action == INSERT).select(*columns))
-        rows.write.partitionBy(*self.partition_columns).parquet(self.staging)
+            rows = rows.dropDuplicates(c.identity).unionByName(c.frame.where(c.action == INSERT))
+        after = F.when(c.action == KEEP, KEPT).when(c.action.isin(UPDATE, INSERT), NEW)
+        old = (
+            F.when(c.action.isin(UPDATE, DELETE), OLD)
+            if self.log is not None
+            else F.lit(None).cast("string")
+        )
+        images = F.array(  # a row's image after the statement, and its pre-image
+            F.struct(after.alias(tag), *[F.col(f"`{n}`").alias(n) for n in c.table_columns]),
+            F.struct(old.alias(tag), *[c.before.getField(n).alias(n) for n in c.table_columns]),
+        )
+        staged = rows.select(F.explode(images).alias("image")).select("image.*")
+        staged = staged.where(F.col(tag).isNotNull())
+        staged.write.partitionBy(tag, *self.partition_columns).parquet(self.staging)
         files = []
         for status in fs.data_files(self.spark, self.staging):
-            relative = status.path[len(self.staging) :].rsplit("/", 1)[0]
-            spec = spec_from_path(relative) if self.partition_columns else ()
-            files.append(DataFile(status.path, status.size, status.modified_ms, spec))
+            holds_dir, _, partition_dir = status.path[len(self.staging) + 1 :].partition("/")
+            partition_dir = partition_dir.rpartition("/")[0]
+            spec = spec_from_path(partition_dir) if self.partition_columns else ()
+            data_file = DataFile(status.path, status.size, status.modified_ms, spec)
+            files.append(StagedFile(holds_dir.partition("=")[2], data_file))
         return files
 
+    def move_old_rows(self, old: list[DataFile]) -> list[FileRef]:
+        """Move the pre-images into the log: the commit's deleted files."""
+        deleted = []
+        for file in old:
+            directory = (
+                f"{self.old_rows}/{spec_path(file.partition)}" if file.partition else self.old_rows
+            )
+            target = f"{directory}/{file.path.rsplit('/', 1)[-1]}"
+            fs.move(self.spark, file.path, target)
+            deleted.append(FileRef(target, file.partition))
+        return deleted
+
     def build_units(
-        self, written: list[DataFile]
+        self, staged: list[StagedFile]
     ) -> tuple[dict[PartitionSpec, DataUnit], list[FileRef]]:
-        """A new directory per touched unit: its rewritten files moved in, its unaffected
-        files linked in. Returns the new units and the inserted file references."""
+        """A new directory per touched unit: its kept and new files moved in, its unaffected
+        files linked in. Returns the new units and the inserted (new) file references."""
+        written = [s.file for s in staged]
+        holds = {s.file.path: s.holds for s in staged}
         touched = {f.partition for f in self.before.files if f.path in self.affected}
         touched |= {f.partition for f in written}
         units: dict[PartitionSpec, DataUnit] = {}
@@ -284,9 +335,11 @@ class CopyOnWrite:
             directory = f"{self.version_dir}/{spec_path(spec)}" if spec else self.version_dir
             fs.make_dirs(self.spark, directory)
             for file in (f for f in written if f.partition == spec):
-                target = f"{directory}/{file.path.rsplit('/', 1)[-1]}"
-                fs.move(self.spark, file.path, target)
-                inserted.append(FileRef(target, spec))
+                # A task names its kept and new files alike: tell them apart.
+                name = f"{holds[file.path]}-{file.path.rsplit('/', 1)[-1]}"
+                fs.move(self.spark, file.path, f"{directory}/{name}")
+                if holds[file.path] == NEW:
+                    inserted.append(FileRef(f"{directory}/{name}", spec))
             for file in current.files if current else ():
                 if file.path not in self.affected:
                     fs.link(self.spark, file.path, f"{directory}/{file.path.rsplit('/', 1)[-1]}")

@@ -16,6 +16,8 @@ import org.apache.spark.sql.types.{StringType, StructType}
  * Python side applies by copy-on-write.
  *
  * The plan has the table's columns (the row's image after the statement) and:
+ *  - `__sparkmv_before`: for an updated or deleted row, a struct of its values before the
+ *    statement (its pre-image, for the change log); null for other rows;
  *  - `__sparkmv_file`, `__sparkmv_row`: where the target row lives (null for inserted rows);
  *  - `__sparkmv_action`: `keep`, `update`, `delete` or `insert`;
  *  - `__sparkmv_matched`: a MERGE matched this target row with a source row.
@@ -30,6 +32,7 @@ import org.apache.spark.sql.types.{StringType, StructType}
 object RowLevelChanges {
   case class Unsupported(reason: String) extends Exception(reason)
 
+  val BeforeColumn = "__sparkmv_before"
   val FileColumn = "__sparkmv_file"
   val RowColumn = "__sparkmv_row"
   val ActionColumn = "__sparkmv_action"
@@ -52,7 +55,11 @@ object RowLevelChanges {
     val target = Target(relation)
     val matches = EqualNullSafe(condition, TrueLiteral)
     Union(
-      target.rows(Filter(matches, target.plan), target.columns, Literal("delete")),
+      target.rows(
+        Filter(matches, target.plan),
+        target.columns,
+        Literal("delete"),
+        before = target.original),
       target.rows(Filter(Not(matches), target.plan), target.columns, Literal("keep")))
   }
 
@@ -67,7 +74,8 @@ object RowLevelChanges {
       target.rows(
         Filter(matches, target.plan),
         target.columns.map(column => values.getOrElse(column.exprId, column)),
-        Literal("update")),
+        Literal("update"),
+        before = target.original),
       target.rows(Filter(Not(matches), target.plan), target.columns, Literal("keep")))
   }
 
@@ -99,9 +107,12 @@ object RowLevelChanges {
     val image = target.columns.map { column =>
       CaseWhen(branches.map(b => b.condition -> b.valueOf(column)), column)
     }
+    val before = CaseWhen(
+      branches.map(b => b.condition -> (if (b.changesTarget) target.original else target.none)),
+      target.none)
     // Matching a target row twice is an error only where a WHEN MATCHED clause could act.
     val checked = if (m.matchedActions.nonEmpty) matched else FalseLiteral
-    val changes = target.rows(joined, image, action, checked)
+    val changes = target.rows(joined, image, action, checked, before)
     Filter(IsNotNull(changes.output.find(_.name == ActionColumn).get), changes)
   }
 
@@ -112,6 +123,9 @@ object RowLevelChanges {
       inserts: Boolean) {
     def valueOf(column: Attribute): Expression =
       values.getOrElse(column.exprId, if (inserts) Literal(null, column.dataType) else column)
+
+    /** Whether the action updates or deletes a target row (which then has a pre-image). */
+    def changesTarget: Boolean = action == "update" || action == "delete"
   }
 
   /** The target relation with its `_metadata` column, and how rows of it are described. */
@@ -128,13 +142,19 @@ object RowLevelChanges {
       GetStructField(metadata, struct.fieldIndex(name), Some(name))
     }
 
+    /** The target row's values as a struct: its pre-image. */
+    val original: Expression = CreateNamedStruct(columns.flatMap(c => Seq(Literal(c.name), c)))
+    val none: Expression = Literal(null, original.dataType)
+
     def rows(
         child: LogicalPlan,
         image: Seq[Expression],
         action: Expression,
-        matched: Expression = FalseLiteral): LogicalPlan =
+        matched: Expression = FalseLiteral,
+        before: Expression = none): LogicalPlan =
       Project(
         columns.zip(image).map { case (column, value) => Alias(value, column.name)() } ++ Seq(
+          Alias(before, BeforeColumn)(),
           Alias(field("file_path"), FileColumn)(),
           Alias(field("row_index"), RowColumn)(),
           Alias(action, ActionColumn)(),
