@@ -85,7 +85,10 @@ def assert_view_matches_query(spark: SparkSession, view: str) -> None:
         expected = spark.sql(text)
         actual = spark.table(view)
         assert len(actual.columns) == len(expected.columns)
-        assert multiset(actual) == multiset(expected)
+        rows = multiset(actual)
+        assert rows == multiset(expected)
+        row_count = next(row.data_type for row in query if row.col_name == "Row Count")
+        assert int(row_count) == sum(rows.values()), "the catalog's row count is off"
     finally:
         spark.catalog.setCurrentDatabase(current)
 

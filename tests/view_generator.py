@@ -496,6 +496,97 @@ class ViewBuilder:
         return View(sql, names)
 
 
+# Aggregate calls by argument kind; {x} is the argument. The decimal ones cover Spark's
+# decimal SUM/AVG result types; DISTINCT ones are recomputed per changed group.
+AGGREGATES: dict[Kind, tuple[str, ...]] = {
+    "int": (
+        "COUNT({x})",
+        "SUM({x})",
+        "AVG({x})",
+        "MIN({x})",
+        "MAX({x})",
+        "COUNT(DISTINCT {x})",
+        "SUM(DISTINCT {x})",
+        "SUM(CAST({x} AS DECIMAL(6,2)) / 4)",
+        "AVG(CAST({x} AS DECIMAL(6,2)))",
+    ),
+    "str": ("COUNT({x})", "MIN({x})", "MAX({x})", "COUNT(DISTINCT {x})"),
+}
+
+
+class AggregateViewBuilder(ViewBuilder):
+    """Draws an aggregate view: ``SELECT keys, aggregates FROM <joins of the class> [WHERE]
+    [GROUP BY keys] [HAVING]``, now and then over a derived table of the class, or nested
+    (an aggregate derived table joined with a base table)."""
+
+    def aggregate_call(self, scope: Sequence[Source]) -> tuple[str, Kind]:
+        """An aggregate over ``scope`` and its kind."""
+        if self.chance(0.2):
+            return "COUNT(*)", "int"
+        kind: Kind = self.pick(["int", "int", "str"])
+        argument = self.expr(scope, kind, 1)
+        call = self.pick(AGGREGATES[kind]).format(x=argument)
+        numeric = call.startswith(("COUNT", "SUM", "AVG")) or kind == "int"
+        return call, "int" if numeric else "str"
+
+    def aggregate_query(self) -> Relation:
+        from_text, scope, conditions = self.from_clause(1)
+        if self.chance(0.4):
+            conditions.append(self.pred(scope))
+        keys: dict[str, Kind] = {}
+        for _ in range(self.pick([0, 1, 1, 2])):
+            kind: Kind = self.pick(["int", "str"])
+            key = self.expr(scope, kind, 1)
+            if re.fullmatch(r"'\w*'|\d+|NULL", key):  # GROUP BY 3 is a position
+                ref = self.column_ref(scope, kind)
+                key = ref[0] if ref is not None else f"coalesce({key}, {key})"
+            keys.setdefault(key, kind)
+        items: list[str] = []
+        columns: list[Column] = []
+        for key, kind in keys.items():
+            alias = self.fresh("k")
+            items.append(f"{key} AS {alias}")
+            columns.append(Column(alias, kind))
+        for _ in range(self.draw(st.integers(1, 3))):
+            call, kind = self.aggregate_call(scope)
+            if self.chance(0.15) and kind == "int" and not call.startswith("AVG"):
+                other, other_kind = self.aggregate_call(scope)
+                if other_kind == "int" and not other.startswith(("AVG", "SUM(CAST")):
+                    call = f"coalesce({call}, 0) + coalesce({other}, 0)"
+            alias = self.fresh("m")
+            items.append(f"{call} AS {alias}")
+            columns.append(Column(alias, kind))
+        sql = f"SELECT {', '.join(items)} FROM {from_text}"
+        if conditions:
+            sql += " WHERE " + " AND ".join(f"({c})" for c in conditions)
+        if keys:
+            sql += " GROUP BY " + ", ".join(keys)
+        if self.chance(0.3):
+            call, kind = self.aggregate_call(scope)
+            bound = self.literal("int") if kind == "int" else self.literal("str")
+            having = self.pick([f"{call} > {bound}", f"{call} IS NOT NULL", f"{call} <= {bound}"])
+            sql += f" HAVING {having}"
+        return Relation(sql, tuple(columns))
+
+    def view(self) -> View:
+        inner = self.aggregate_query()
+        keys = [c for c in inner.columns if c.kind == "int"]
+        if keys and self.chance(0.15):  # nested: an aggregate joined with a base table
+            table = self.pick(TABLES)
+            column = next(c for c in table.columns if c.kind == "int")
+            key = self.pick(keys).name
+            return View(
+                f"SELECT g.*, x.{column.name} AS joined FROM ({inner.sql}) AS g"
+                f" JOIN {table.name} AS x ON g.{key} = x.{column.name}"
+            )
+        return View(inner.sql)
+
+
+@st.composite
+def aggregate_views(draw: Draw) -> View:
+    return AggregateViewBuilder(draw).view()
+
+
 @dataclass(frozen=True)
 class View:
     query: str

@@ -14,6 +14,12 @@ from pyspark.sql import functions as F
 WEIGHT = "__sparkmv_weight"
 """The weight column of every Z-set DataFrame."""
 
+COUNT_COLUMN = "mv_count"
+"""Hidden in a view's storage: a row's multiplicity (a DISTINCT view) or a group's
+``COUNT(*)`` (an aggregate view)."""
+GROUP_KEY_PREFIX = "mv_k"
+"""Hidden in an aggregate view's storage: its group keys ``mv_k0 …``."""
+
 
 def weighted(rows: DataFrame, weight: int) -> DataFrame:
     """``rows`` as a Z-set in which every row has ``weight``."""

@@ -8,6 +8,8 @@ from __future__ import annotations
 import pytest
 import sqlglot
 from sparkmv.analyze.relational import (
+    Aggregate,
+    AggregateCall,
     Distinct,
     Filter,
     Join,
@@ -92,7 +94,11 @@ def test_self_join_scans_get_distinct_names() -> None:
     ("query", "construct"),
     [
         ("SELECT a FROM r LIMIT 1", "LIMIT"),
-        ("SELECT b, count(*) FROM r GROUP BY b", "GROUP BY"),
+        ("SELECT b, collect_list(a) FROM r GROUP BY b", "COLLECT_LIST"),
+        ("SELECT b, count(a) FILTER (WHERE a > 1) FROM r GROUP BY b", "FILTER"),
+        ("SELECT b, count(*) FROM r GROUP BY ROLLUP (b)", "ROLLUP"),
+        ("SELECT b, count(DISTINCT a, b) FROM r GROUP BY b", "several columns"),
+        ("SELECT b, sum(sum(a)) FROM r GROUP BY b", "aggregate function"),
         ("SELECT a, rand() FROM r", "RAND"),
         ("SELECT a, uuid() FROM r", "UUID"),
         ("SELECT a, current_timestamp() FROM r", "CURRENT_TIMESTAMP"),
@@ -115,3 +121,46 @@ def test_distinct_root_and_union_outputs() -> None:
     assert isinstance(node, UnionAll) and names == ["a"]
     assert len(node.outputs) == 1
     assert isinstance(build("SELECT DISTINCT a FROM r")[0], Distinct)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("SELECT b, count(*) FROM r GROUP BY b", "Project(Aggregate(Scan(db.r)))"),
+        ("SELECT sum(a) FROM r WHERE b > 0", "Project(Aggregate(Filter(Scan(db.r))))"),
+        (
+            "SELECT b, count(*) FROM r GROUP BY b HAVING min(a) > 1",
+            "Project(Filter(Aggregate(Scan(db.r))))",
+        ),
+        (
+            "SELECT g.b, s.c FROM (SELECT b, count(*) AS n FROM r GROUP BY b) g"
+            " JOIN s ON g.b = s.b",
+            "Project(Join(Project(Aggregate(Scan(db.r))), Scan(db.s)))",
+        ),
+    ],
+)
+def test_aggregate_shapes(query: str, expected: str) -> None:
+    assert shape(build(query)[0]) == expected
+
+
+def test_aggregate_calls_are_collected_once_and_keys_reused() -> None:
+    node, names = build(
+        "SELECT a + 1 AS k, count(*) AS n, sum(b) * 2 AS twice, count(DISTINCT b) AS d"
+        " FROM r GROUP BY a + 1 HAVING sum(b) > 0 AND count(*) > 1"
+    )
+    assert names == ["k", "n", "twice", "d"]
+    assert isinstance(node, Project) and isinstance(node.child, Filter)
+    aggregate = node.child.child
+    assert isinstance(aggregate, Aggregate)
+    assert len(aggregate.keys) == 1
+    functions = [(call.function, call.distinct) for call in aggregate.calls]
+    assert functions == [("count", False), ("sum", False), ("count", True)]
+    assert aggregate.calls[0] == AggregateCall("count", None)
+    # The select list reads the aggregate's outputs, never the input's columns.
+    rendered = " ".join(e.sql() for e in node.expressions)
+    assert all(o in rendered for o in (aggregate.key_outputs[0], *aggregate.call_outputs[:2]))
+
+
+def test_a_column_neither_grouped_nor_aggregated_is_refused() -> None:
+    with pytest.raises(NotMaintainableError, match="neither grouped nor aggregated"):
+        build("SELECT a, count(*) FROM r GROUP BY b")

@@ -9,8 +9,6 @@ from __future__ import annotations
 from sqlglot import exp
 
 UNSUPPORTED_CLAUSES = {
-    "group": "GROUP BY (aggregate views)",
-    "having": "HAVING",
     "limit": "LIMIT / OFFSET",
     "offset": "LIMIT / OFFSET",
     "qualify": "QUALIFY",

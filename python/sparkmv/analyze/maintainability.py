@@ -18,7 +18,18 @@ from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from sparkmv.analyze.query import ParsedQuery
-from sparkmv.analyze.relational import Distinct, Node, NotMaintainableError, RelationalBuilder
+from sparkmv.analyze.relational import (
+    AGGREGATE_FUNCTIONS,
+    Aggregate,
+    Distinct,
+    Node,
+    NotMaintainableError,
+    RelationalBuilder,
+    walk,
+)
+
+# Spark's names of the aggregate functions the rules maintain (``AGGREGATE_FUNCTIONS``).
+MAINTAINED_AGGREGATES = frozenset(AGGREGATE_FUNCTIONS.values())
 
 # Spark plan nodes that stand for constructs outside the maintainable class.
 SPARK_PLAN_CONSTRUCTS = {
@@ -82,23 +93,50 @@ def analyze_maintainability(
     except (SqlglotError, AssertionError) as error:  # qualify asserts on some shapes
         first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         return Maintainability(False, f"sqlglot cannot resolve the query ({first_line})")
-    construct = spark_plan_construct(data)  # what sqlglot could not see
+    grouped = any(isinstance(node, Aggregate) for node in walk(root))
+    construct = spark_plan_construct(data, grouped)  # what sqlglot could not see
     if construct:
         return not_maintainable(construct)
     return Maintainability(True, "the query is incrementally maintainable", root)
 
 
-def spark_plan_construct(data: DataFrame) -> str:
-    """A construct of Spark's analyzed plan of ``data`` outside the maintainable class."""
+def spark_plan_construct(data: DataFrame, grouped: bool) -> str:
+    """A construct of Spark's analyzed plan of ``data`` outside the maintainable class;
+    ``grouped``: the IR has aggregates, so Spark's ``Aggregate`` nodes are expected, with
+    only the aggregate functions the rules maintain."""
     plan: Any = data._jdf.queryExecution().analyzed()
     if not plan.deterministic():
         return "a non-deterministic expression"
     pending = [plan]
     while pending:
         node = pending.pop()
-        construct = SPARK_PLAN_CONSTRUCTS.get(str(node.nodeName()))
+        name = str(node.nodeName())
+        if name == "Aggregate" and grouped:
+            construct = _aggregate_functions_construct(node)
+        else:
+            construct = SPARK_PLAN_CONSTRUCTS.get(name, "")
         if construct:
             return construct
         below = node.children()
+        pending.extend(below.apply(index) for index in range(below.size()))
+    return ""
+
+
+def _aggregate_functions_construct(aggregate: Any) -> str:
+    """An aggregate function of Spark's ``Aggregate`` node that the rules do not maintain
+    (a user-defined one that sqlglot took for a scalar function, say)."""
+    pending = [
+        aggregate.aggregateExpressions().apply(i)
+        for i in range(aggregate.aggregateExpressions().size())
+    ]
+    while pending:
+        expression = pending.pop()
+        if str(expression.getClass().getSimpleName()) == "AggregateExpression":
+            function = str(expression.aggregateFunction().prettyName()).lower()
+            if function not in MAINTAINED_AGGREGATES:
+                return f"aggregate function {function.upper()}"
+            if expression.filter().isDefined():
+                return "an aggregate function with FILTER (WHERE ...)"
+        below = expression.children()
         pending.extend(below.apply(index) for index in range(below.size()))
     return ""

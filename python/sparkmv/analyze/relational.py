@@ -8,7 +8,10 @@ blocks, combined with ``UNION ALL``, ``UNION`` and ``DISTINCT``) becomes a tree 
   only; comma and ``CROSS JOIN`` are joins without a condition);
 - ``Filter`` (``WHERE``), ``Project`` (the select list, bag semantics);
 - ``Distinct`` (``SELECT DISTINCT``, and ``UNION`` as ``Distinct(UnionAll)``);
-- ``UnionAll``.
+- ``UnionAll``;
+- ``Aggregate`` (``GROUP BY`` and aggregate functions: ``COUNT``, ``SUM``, ``AVG``, ``MIN``,
+  ``MAX``, also ``DISTINCT``), with ``HAVING`` as a ``Filter`` and the select list as a
+  ``Project`` above it.
 
 Subqueries in ``FROM`` and non-recursive ``WITH`` are inlined (each reference to a CTE is
 its own subtree). ``ORDER BY`` without ``LIMIT`` is dropped: a view is a multiset.
@@ -86,7 +89,54 @@ class UnionAll:
     outputs: tuple[str, ...]
 
 
-Node = Scan | Join | Filter | Project | Distinct | UnionAll
+AGGREGATE_FUNCTIONS: dict[type[exp.Expr], str] = {
+    exp.Count: "count",
+    exp.Sum: "sum",
+    exp.Avg: "avg",
+    exp.Min: "min",
+    exp.Max: "max",
+}
+
+
+@dataclass(frozen=True)
+class AggregateCall:
+    """One aggregate function of a view: ``function(argument)``; ``argument`` None is
+    ``COUNT(*)``; ``distinct`` is ``function(DISTINCT argument)``."""
+
+    function: str  # a value of AGGREGATE_FUNCTIONS
+    argument: exp.Expr | None
+    distinct: bool = False
+
+    def label(self) -> str:
+        """The call without its argument (whose columns have internal names), for EXPLAIN."""
+        if self.argument is None:
+            return "count(*)"
+        return f"{self.function}({'DISTINCT ' if self.distinct else ''}·)"
+
+    def sql(self) -> str:
+        if self.argument is None:
+            return "count(*)"
+        inner = self.argument.sql(dialect="spark")
+        return f"{self.function}({'DISTINCT ' if self.distinct else ''}{inner})"
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate:
+    """``γ_{keys; calls}(child)``: one row per group of ``keys`` (exactly one row when there
+    are no keys, even over no input), with the keys then the calls' values as outputs."""
+
+    child: Node
+    keys: tuple[exp.Expr, ...]
+    key_outputs: tuple[str, ...]
+    calls: tuple[AggregateCall, ...]
+    call_outputs: tuple[str, ...]
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.key_outputs + self.call_outputs
+
+
+Node = Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -97,6 +147,18 @@ def children(node: Node) -> tuple[Node, ...]:
     if isinstance(node, UnionAll):
         return node.children
     return (node.child,)
+
+
+def _aggregates(select: exp.Select) -> bool:
+    """Whether ``select`` groups: ``GROUP BY``, ``HAVING`` or an aggregate function in its
+    select list (not one inside a subquery)."""
+    if select.args.get("group") or select.args.get("having"):
+        return True
+    return any(
+        isinstance(node, exp.AggFunc)
+        for projection in select.expressions
+        for node in projection.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Select)))
+    )
 
 
 def walk(node: Node) -> Iterator[Node]:
@@ -199,20 +261,100 @@ class RelationalBuilder:
         where = select.args.get("where")
         if where is not None:
             node = Filter(node, self._expression(where.this, scope))
-        expressions, names = [], []
+        projections = []
         for projection in select.expressions:
             if isinstance(projection, exp.Star) or (
                 isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star)
             ):
                 raise NotMaintainableError("an unexpanded *")
-            expressions.append(self._expression(projection.unalias(), scope))
-            names.append(projection.alias_or_name.lower())
+            projections.append(projection.unalias())
+        names = [projection.alias_or_name.lower() for projection in select.expressions]
+        if _aggregates(select):
+            node, expressions = self._aggregate(select, node, projections, scope)
+        else:
+            expressions = [self._expression(e, scope) for e in projections]
         node = Project(node, tuple(expressions), tuple(self._fresh() for _ in expressions))
         if select.args.get("distinct"):
             if select.args["distinct"].args.get("on"):
                 raise NotMaintainableError("DISTINCT ON")
             node = Distinct(node)
         return node, names
+
+    def _aggregate(
+        self,
+        select: exp.Select,
+        child: Node,
+        projections: list[exp.Expr],
+        scope: dict[str, _Relation],
+    ) -> tuple[Node, list[exp.Expr]]:
+        """``Aggregate`` (and the ``HAVING`` filter) over ``child``, and the select list as
+        expressions over the aggregate's outputs."""
+        group = select.args.get("group")
+        keys: list[exp.Expr] = []
+        if isinstance(group, exp.Group):
+            for construct in ("grouping_sets", "rollup", "cube"):
+                if group.args.get(construct):
+                    raise NotMaintainableError("GROUPING SETS / ROLLUP / CUBE")
+            keys = list(group.expressions)
+        if any(isinstance(key, (exp.Rollup, exp.Cube, exp.GroupingSets)) for key in keys):
+            raise NotMaintainableError("GROUPING SETS / ROLLUP / CUBE")
+        if any(isinstance(key, exp.Literal) for key in keys):
+            raise NotMaintainableError("GROUP BY a constant or a position")
+        having = select.args.get("having")
+        post = [*projections, *([having.this] if having is not None else [])]
+        key_outputs = tuple(self._fresh() for _ in keys)
+        by_key = {key.sql(dialect="spark"): o for key, o in zip(keys, key_outputs, strict=True)}
+        calls: dict[str, tuple[AggregateCall, str]] = {}
+
+        def replace(node: exp.Expr) -> exp.Expr:
+            text = node.sql(dialect="spark")
+            if text in by_key:
+                return exp.column(by_key[text], quoted=True)
+            if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
+                raise NotMaintainableError("an aggregate function with FILTER (WHERE ...)")
+            if isinstance(node, exp.AggFunc):
+                call = self._call(node, scope)
+                if text not in calls:
+                    calls[text] = (call, self._fresh())
+                return exp.column(calls[text][1], quoted=True)
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                raise NotMaintainableError(
+                    f"the column {node.sql(dialect='spark')}, neither grouped nor aggregated"
+                )
+            return node
+
+        rewritten = [expression.copy().transform(replace) for expression in post]
+        for expression in rewritten:
+            construct = find_unsupported_expression(expression)
+            if construct:
+                raise NotMaintainableError(construct)
+        aggregate: Node = Aggregate(
+            child,
+            tuple(self._expression(key, scope) for key in keys),
+            key_outputs,
+            tuple(call for call, _ in calls.values()),
+            tuple(output for _, output in calls.values()),
+        )
+        if having is not None:
+            aggregate = Filter(aggregate, rewritten.pop())
+        return aggregate, rewritten
+
+    def _call(self, node: exp.AggFunc, scope: dict[str, _Relation]) -> AggregateCall:
+        function = AGGREGATE_FUNCTIONS.get(type(node))
+        if function is None:
+            name = node.sql(dialect="spark").partition("(")[0].upper()
+            raise NotMaintainableError(f"aggregate function {name}")
+        argument = node.this
+        if isinstance(argument, exp.Star) and function == "count":
+            return AggregateCall(function, None)
+        distinct = isinstance(argument, exp.Distinct)
+        if isinstance(argument, exp.Distinct):
+            if len(argument.expressions) != 1:
+                raise NotMaintainableError(f"{function.upper()}(DISTINCT of several columns)")
+            argument = argument.expressions[0]
+        if not isinstance(argument, exp.Expr) or node.expressions:
+            raise NotMaintainableError(f"{function.upper()} with these arguments")
+        return AggregateCall(function, self._expression(argument, scope), distinct)
 
     def _from_item(
         self, item: exp.Expr, ctes: dict[str, exp.Expr], scope: dict[str, _Relation]

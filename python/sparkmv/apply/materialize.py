@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.apply import snapshot
-from sparkmv.apply.incremental import apply_change
+from sparkmv.apply.incremental import Merge, apply_change
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
@@ -66,8 +66,7 @@ def create_catalog_view(
     comment = f" COMMENT {sql_string(definition.comment)}" if definition.comment else ""
     spark.sql(
         f"CREATE {'OR REPLACE ' if replace else ''}VIEW {metadata.name.quoted} ({columns})"
-        f"{comment} TBLPROPERTIES ({listed}) AS "
-        + snapshot.view_text(metadata.columns, metadata.snapshot)
+        f"{comment} TBLPROPERTIES ({listed}) AS " + snapshot.view_text(metadata)
     )
 
 
@@ -101,15 +100,17 @@ def incremental_refresh(
     catalog: ViewCatalog,
     view: MvMetadata,
     change: DataFrame,
+    merge: Merge,
     reason: str,
     started_ms: int,
 ) -> MvMetadata:
-    """Apply ``change`` (ΔV in storage columns) to ``view`` atomically; the new metadata.
+    """Apply ``change`` (ΔV in storage columns, or an aggregate view's state change) to
+    ``view`` by ``merge`` atomically; the new metadata.
 
     Raises ``ChangeDoesNotFitError`` (nothing committed) when ΔV does not fit the stored rows.
     """
     root = snapshot.storage_root(spark, view.name)
-    applied = apply_change(spark, root, view.snapshot, view.layout, change)
+    applied = apply_change(spark, root, view.snapshot, view.layout, change, merge)
     log.info(
         "incremental refresh of %s: %d of %d buckets rewritten (%d rows), +%d -%d rows",
         view.name,
@@ -138,7 +139,7 @@ def commit_snapshot(
     """Point the catalog view at ``updated``'s snapshot with ``updated``'s metadata."""
     new_snapshot = updated.snapshot != view.snapshot
     try:
-        catalog.commit(updated, snapshot.view_text(updated.columns, updated.snapshot))
+        catalog.commit(updated, snapshot.view_text(updated))
     except BaseException:
         if new_snapshot:
             snapshot.remove_path(spark, updated.snapshot)

@@ -29,16 +29,17 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkmv import fs
-from sparkmv.catalog.metadata import PLAIN, StorageLayout
+from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.config import STORAGE_DIR_NAME
 from sparkmv.fs import list_names, qualified, remove, warehouse_path
 from sparkmv.parse.statements import TableName, quote_identifier
+from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX
 
 SNAPSHOT_PREFIX = "snapshot-"
-COUNT_COLUMN = "mv_count"
-"""Hidden: a row's multiplicity in the view's input, in a counted layout."""
 BUCKET_COLUMN = "mv_bucket"
 """Hidden: the partition column of a bucketed layout."""
+VISIBLE_COLUMN = "mv_visible"
+"""Hidden, in a grouped layout: whether a stored group is a row of the view."""
 
 # Types whose equal values hash equally (floating point does not: 0.0 and -0.0 are equal).
 HASHABLE_TYPES = (
@@ -88,11 +89,18 @@ def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) ->
     """
     visible = len(data.columns) - (1 if layout.counted else 0)
     names = storage_columns(visible) + ([COUNT_COLUMN] if layout.counted else [])
+    if layout.grouped:  # already in storage columns; the groups are bucketed by their keys
+        names = data.columns
+        visible = len(data.columns)
     stored = data.select(*(data[i].alias(n, metadata={}) for i, n in enumerate(names)))
     rows = Observation("sparkmv_snapshot")
-    frame = stored.observe(rows, F.count(F.lit(1)).alias("rows"))
+    shown = F.sum(F.col(VISIBLE_COLUMN).cast("long")) if layout.grouped else F.count(F.lit(1))
+    frame = stored.observe(rows, F.coalesce(shown, F.lit(0)).alias("rows"))
     if layout.buckets:
-        bucket = bucket_of(frame, storage_columns(visible), layout.buckets)
+        hashed = storage_columns(visible)
+        if layout.grouped:
+            hashed = [name for name in names if name.startswith(GROUP_KEY_PREFIX)]
+        bucket = bucket_of(frame, hashed, layout.buckets)
         frame = frame.withColumn(BUCKET_COLUMN, bucket).repartition(BUCKET_COLUMN)
         frame.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(path)
     else:
@@ -124,13 +132,16 @@ def keep_schema_readable(frame: DataFrame, path: str) -> None:
         frame.limit(0).write.mode("errorifexists").parquet(f"{path}/{BUCKET_COLUMN}=0")
 
 
-def view_text(columns: Sequence[str], snapshot: str) -> str:
-    """The catalog view's SQL: the snapshot's positional columns renamed to ``columns``."""
+def view_text(view: MvMetadata) -> str:
+    """The catalog view's SQL: the snapshot's positional columns renamed to the view's (and
+    only the visible groups of an aggregate view)."""
+    columns = view.columns
     select = ", ".join(
         f"{quote_identifier(stored)} AS {quote_identifier(column)}"
         for stored, column in zip(storage_columns(len(columns)), columns, strict=True)
     )
-    return f"SELECT {select} FROM parquet.{quote_identifier(snapshot)}"
+    where = f" WHERE {VISIBLE_COLUMN}" if view.layout.grouped else ""
+    return f"SELECT {select} FROM parquet.{quote_identifier(view.snapshot)}{where}"
 
 
 def list_snapshots(spark: SparkSession, root: str) -> list[str]:

@@ -64,13 +64,16 @@ class StorageLayout:
 
     ``counted``: one row per distinct value, with its multiplicity (Blakeley §5.1's
     counter) in a hidden column — a DISTINCT view, which shows the values with a positive
-    count. Otherwise every copy of a row is stored as a row. ``buckets`` > 0: rows are spread
+    count. ``grouped``: one row per group of an aggregate view, with its state in hidden
+    columns (``plan/aggregate_view.py``). Otherwise every copy of a row is stored as a row.
+    ``buckets`` > 0: rows are spread
     over that many hash buckets, so an incremental refresh rewrites only the buckets its
     change touches; 0: one plain directory (a view that is only refreshed fully).
     """
 
     counted: bool = False
     buckets: int = 0
+    grouped: bool = False
 
 
 PLAIN = StorageLayout()
@@ -130,6 +133,7 @@ class MvMetadata:
                 keys.ROW_COUNT: str(self.row_count),
                 keys.STORAGE_COUNTED: str(self.layout.counted).lower(),
                 keys.STORAGE_BUCKETS: str(self.layout.buckets),
+                keys.STORAGE_GROUPED: str(self.layout.grouped).lower(),
                 keys.CREATED_AT: str(self.created_ms),
                 keys.REFRESH_COUNT: str(s.refreshes),
                 keys.FULL_REFRESH_COUNT: str(s.full_refreshes),
@@ -192,6 +196,7 @@ class MvMetadata:
             layout=StorageLayout(
                 counted=values.get(keys.STORAGE_COUNTED) == "true",
                 buckets=number(keys.STORAGE_BUCKETS),
+                grouped=values.get(keys.STORAGE_GROUPED) == "true",
             ),
             format_version=version,
         )

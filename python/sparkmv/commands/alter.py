@@ -29,7 +29,7 @@ def run_set_refresh(context: CommandContext, statement: AlterRefreshStatement) -
     policy = statement.refresh.policy or view.policy
     check_policy(view.name, policy, refresh.view_query(context.spark, view).maintainability)
     updated = view.with_changes(policy=policy, trigger=statement.refresh.trigger or view.trigger)
-    context.catalog.commit(updated, snapshot.view_text(updated.columns, updated.snapshot))
+    context.catalog.commit(updated, snapshot.view_text(updated))
     return []
 
 

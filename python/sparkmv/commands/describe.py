@@ -101,7 +101,11 @@ def storage_layout_text(view: MvMetadata) -> str:
     layout = view.layout
     if not layout.buckets:
         return "plain (full refreshes rewrite it whole)"
-    rows = "one row per value with its multiplicity" if layout.counted else "one row per copy"
+    rows = "one row per copy"
+    if layout.counted:
+        rows = "one row per value with its multiplicity"
+    elif layout.grouped:
+        rows = "one row per group with its aggregate state"
     buckets = "1 hash bucket" if layout.buckets == 1 else f"{layout.buckets} hash buckets"
     return f"{buckets}, {rows}"
 

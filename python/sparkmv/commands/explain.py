@@ -70,19 +70,29 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
     maintained = query.maintainability
     engine = refresh.base_states(context.spark, view, bases, with_changes=True)
     lines.append("Delta terms (Z-sets; X_old = X − ΔX; Δ of DISTINCT via counters):")
-    target = "Δcounters" if maintained.counted else "ΔV"
+    target = "ΔV"
+    if maintained.counted:
+        target = "Δcounters"
+    elif view.layout.grouped:
+        target = "Δstate"
     lines.append(f"  {target} = {delta_terms(maintained, engine)}")
     buckets = view.layout.buckets
     lines.append(
         f"Apply to the buckets ΔV touches (of {buckets} hash bucket{'s' if buckets != 1 else ''}"
         + (", counted" if view.layout.counted else "")
+        + (", one row per group" if view.layout.grouped else "")
         + "); link the others into a new snapshot, then switch the view to it."
     )
+    if view.layout.grouped:
+        lines.append(
+            "Groups whose MIN/MAX may have been deleted, or with a DISTINCT aggregate, are"
+            " recomputed from the query's input restricted to them."
+        )
     if mode.lower() == "simple":
         # Spark's plan of ΔV names the change log's files, which differ between any two refreshes;
         # the delta terms above are the plan, and EXPLAIN EXTENDED (or FORMATTED, ...) adds Spark's.
         return "\n".join(lines)
-    change = stored_change(maintained, engine)
+    change, _ = stored_change(maintained, engine, view.layout)
     return "\n".join(lines) + "\n\n" + spark_plan(change, mode)
 
 

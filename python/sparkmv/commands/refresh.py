@@ -110,10 +110,11 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
         )
         commit_snapshot(spark, context.catalog, view, updated)
     elif plan.mode == INCREMENTAL:
-        change = stored_change(query.maintainability, base_states(spark, view, bases, True))
+        engine = base_states(spark, view, bases, True)
+        change, merge = stored_change(query.maintainability, engine, view.layout)
         try:
             updated = incremental_refresh(
-                spark, context.catalog, consumed, change, plan.reason, started
+                spark, context.catalog, consumed, change, merge, plan.reason, started
             )
         except ChangeDoesNotFitError as error:
             plan = RefreshPlan(FULL, f"the view's change did not fit its stored rows ({error})")

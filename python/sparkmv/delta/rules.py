@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sparkmv.delta import distinct, join, project, scan, selection, union_all
+from sparkmv.delta import aggregate, distinct, join, project, scan, selection, union_all
 from sparkmv.delta.engine import BaseState, DeltaEngine, DeltaRule
 
 RULES: tuple[DeltaRule, ...] = (
@@ -15,6 +15,7 @@ RULES: tuple[DeltaRule, ...] = (
     join.RULE,
     union_all.RULE,
     distinct.RULE,
+    aggregate.RULE,
 )
 
 

@@ -10,6 +10,7 @@ from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.parse.statements import RefreshMode, RefreshPolicy, TableName
+from sparkmv.plan.aggregate_view import aggregate_view
 
 FULL = "FULL"
 INCREMENTAL = "INCREMENTAL"
@@ -77,7 +78,10 @@ def incremental_obstacle(
             unreadable = base.log.unreadable_reason(consumed.version, base.version)
             if unreadable:
                 return f"base table {base.name}: {unreadable}"
-    if not view.layout.buckets or view.layout.counted != maintainability.counted:
+    if not view.layout.buckets or (view.layout.counted, view.layout.grouped) != (
+        maintainability.counted,
+        aggregate_view(maintainability.root) is not None,
+    ):
         return "the view's storage is laid out for full refreshes only; this one rewrites it"
     return ""
 
@@ -90,7 +94,12 @@ def storage_layout(
     bucket count; 0 sizes the buckets from the base tables' bytes (``TARGET_BUCKET_BYTES``)."""
     if not maintainability.incremental or policy is RefreshPolicy.FULL:
         return PLAIN
+    grouped = aggregate_view(maintainability.root)
+    if grouped is not None and not grouped.aggregate.keys:
+        buckets = 1  # a global aggregate is one row
     if buckets <= 0:
         size = sum(f.size for base in bases if base.files is not None for f in base.files.files)
         buckets = min(MAX_BUCKETS, max(1, math.ceil(size / TARGET_BUCKET_BYTES)))
-    return StorageLayout(counted=maintainability.counted, buckets=buckets)
+    return StorageLayout(
+        counted=maintainability.counted, buckets=buckets, grouped=grouped is not None
+    )

@@ -10,13 +10,23 @@ and the visible change follows from them (``apply/incremental.py``).
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkmv.analyze.maintainability import Maintainability, analyze_maintainability
+from sparkmv.analyze.maintainability import (
+    Maintainability,
+    analyze_maintainability,
+    not_maintainable,
+)
 from sparkmv.analyze.query import ParsedQuery
+from sparkmv.analyze.relational import NotMaintainableError
+from sparkmv.apply.aggregate import group_merge
+from sparkmv.apply.incremental import Merge, row_merge
 from sparkmv.apply.snapshot import storage_columns
+from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.delta.engine import BaseState, DeltaEngine, Version, with_outputs
 from sparkmv.delta.rules import delta_engine
+from sparkmv.plan.aggregate_view import aggregate_view
 from sparkmv.zset import WEIGHT, consolidate
 
 
@@ -35,7 +45,10 @@ def maintainability_of(
                 False, f"column {field.name} holds a MAP, and maps cannot be compared"
             )
     engine = delta_engine({table: BaseState(frame) for table, frame in tables.items()})
-    evaluated = engine.evaluate(found.root, Version.NEW)
+    try:
+        evaluated = engine.evaluate(found.root, Version.NEW)
+    except NotMaintainableError as error:  # e.g. a SUM over DOUBLE, known from its type
+        return not_maintainable(str(error))
     expected = [field.dataType for field in data.schema.fields]
     actual = [field.dataType for field in evaluated.schema.fields if field.name != WEIGHT]
     if expected != actual:
@@ -52,20 +65,37 @@ def _types(types: list[T.DataType]) -> str:
 
 
 def stored_rows(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
-    """The rows a full refresh stores: visible columns (and the counter when counted).
+    """The rows a full refresh stores: visible columns (and the counter when counted; the
+    groups' state for an aggregate view).
 
-    A value over the base tables as they are now has weight 1 on every row (scans weigh 1,
-    joins multiply, DISTINCT gives 1), so the bag is the rows themselves.
+    A value over the base tables as they are now has a positive weight on every row (scans
+    weigh 1, joins multiply, DISTINCT and aggregates give 1): a bag row is stored once per
+    unit of weight.
     """
+    grouped = aggregate_view(maintained.root)
+    if grouped is not None:
+        return grouped.stored_rows(engine)
     stored = maintained.stored
     rows = _storage_named(engine.evaluate(stored, Version.NEW), stored.outputs)
-    return consolidate(rows) if maintained.counted else rows.drop(WEIGHT)
+    if maintained.counted:
+        return consolidate(rows)
+    copies = F.explode(F.array_repeat(F.lit(True), F.col(WEIGHT).cast("int")))
+    return rows.select(*(c for c in rows.columns if c != WEIGHT), copies.alias("__copy")).drop(
+        "__copy"
+    )
 
 
-def stored_change(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
-    """``Δstored`` in storage columns, consolidated."""
+def stored_change(
+    maintained: Maintainability, engine: DeltaEngine, layout: StorageLayout
+) -> tuple[DataFrame, Merge]:
+    """The change of the stored rows, and how it merges into them: ``Δstored`` in storage
+    columns, consolidated — or, for an aggregate view, the state of the changed groups."""
+    grouped = aggregate_view(maintained.root)
+    if grouped is not None:
+        return grouped.state_change(engine), group_merge(grouped, engine)
     stored = maintained.stored
-    return consolidate(_storage_named(engine.delta(stored), stored.outputs))
+    change = consolidate(_storage_named(engine.delta(stored), stored.outputs))
+    return change, row_merge(layout, change)
 
 
 def _storage_named(zset: DataFrame, outputs: tuple[str, ...]) -> DataFrame:
@@ -73,5 +103,10 @@ def _storage_named(zset: DataFrame, outputs: tuple[str, ...]) -> DataFrame:
 
 
 def delta_terms(maintained: Maintainability, engine: DeltaEngine) -> str:
-    """``Δstored`` in the rules' algebra (EXPLAIN)."""
+    """``Δstored`` in the rules' algebra (EXPLAIN): for an aggregate view, the change of its
+    input, whose state is added to the stored groups' state."""
+    grouped = aggregate_view(maintained.root)
+    if grouped is not None:
+        calls = ", ".join(call.label() for call in grouped.aggregate.calls)
+        return f"γ[{calls}]({engine.describe(grouped.aggregate.child)})"
     return engine.describe(maintained.stored)

@@ -1,0 +1,259 @@
+"""Aggregation ``γ_{K; f_1 … f_m}(R)`` over Z-sets: group state, its change, and the rule.
+
+Each group of ``R`` by the keys ``K`` has a *state* from which every aggregate's value
+follows (Hanson §3.6; Blakeley §5.2's counters; the lecture notes' ``SUM … GROUP BY``):
+
+- ``mv_count = Σ w``: the group's ``COUNT(*)``; a group exists while it is positive;
+- ``COUNT(x)``: ``mv_n_i = Σ w·[x IS NOT NULL]``;
+- ``SUM(x)``, ``AVG(x)``: ``mv_n_i`` and ``mv_s_i = Σ w·x`` (``SUM`` is NULL while
+  ``mv_n_i = 0``; ``AVG = mv_s_i / mv_n_i`` with Spark's result type);
+- ``MIN(x)``, ``MAX(x)``: ``mv_x_i``, the extreme over the rows present;
+- ``f(DISTINCT x)``: ``mv_x_i``, the value itself.
+
+Counters and sums are *distributive*: ``state(R + ΔR) = state(R) + state(ΔR)`` (Hanson
+§3.6's insert/delete update functions as one signed sum), so they are self-maintainable.
+An extreme absorbs insertions (``least(old, min ΔR⁺)``) but a deletion of a value at or
+beyond the old extreme leaves it unknown: only such groups are recomputed from the base
+tables, and likewise every group whose ``DISTINCT`` aggregate sees a change.
+
+``SUM``/``AVG`` are maintained for integral and decimal arguments only: a floating-point
+sum depends on the order of its additions, so no incremental sum can equal a fresh one.
+
+Inside a query (an aggregate below a join, a UNION or a DISTINCT) the rule's change is the
+changed groups' new rows minus their old rows, each group recomputed from ``R_new`` and
+``R_old`` restricted to the keys in ``ΔR``:
+``Δγ(R) = γ(R_new ⋉ K(ΔR)) − γ(R_old ⋉ K(ΔR))``. At the top of a view the storage keeps the
+state instead (``plan/aggregate_view.py``), so unchanged groups are never read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from sqlglot import exp
+
+from sparkmv.analyze.relational import Aggregate, AggregateCall, NotMaintainableError
+from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column, spark_expression
+from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, consolidate
+
+SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
+MAX_SUMMED_PRECISION = 27
+"""``Σ w·x`` of a DECIMAL(p, s) is exact while p + 11 ≤ 38 (``w`` as DECIMAL(10, 0))."""
+
+
+def key_column(index: int) -> str:
+    return f"{GROUP_KEY_PREFIX}{index}"
+
+
+def count_column(index: int) -> str:
+    return f"mv_n{index}"
+
+
+def sum_column(index: int) -> str:
+    return f"mv_s{index}"
+
+
+def extreme_column(index: int) -> str:
+    """MIN/MAX: the extreme; DISTINCT aggregates: the value."""
+    return f"mv_x{index}"
+
+
+def removed_extreme_column(index: int) -> str:
+    """In a change only: the extreme among the deleted values (MIN/MAX)."""
+    return f"mv_r{index}"
+
+
+def recomputed(call: AggregateCall) -> bool:
+    """Whether the call's state is its value, recomputed for every changed group."""
+    return call.distinct and call.function not in ("min", "max")
+
+
+def state_columns(node: Aggregate) -> list[str]:
+    """The state of a group, after its keys: ``mv_count`` then each call's columns."""
+    columns = [COUNT_COLUMN]
+    for index, call in enumerate(node.calls):
+        if call.function in ("min", "max") or recomputed(call):
+            columns.append(extreme_column(index))
+        elif call.argument is not None:
+            columns.append(count_column(index))
+            if call.function in ("sum", "avg"):
+                columns.append(sum_column(index))
+    return columns
+
+
+def key_columns(node: Aggregate) -> list[str]:
+    return [key_column(index) for index in range(len(node.keys))]
+
+
+@dataclass(frozen=True)
+class ResultTypes:
+    """Spark's result type of each call of an aggregate, and of each kept sum."""
+
+    calls: tuple[T.DataType, ...]
+    sums: tuple[T.DataType | None, ...]
+
+
+def result_types(node: Aggregate, child: DataFrame) -> ResultTypes:
+    """Spark's types of ``node``'s calls over ``child`` (its input's Z-set); analysis only,
+    no job. Raises ``NotMaintainableError`` for a sum that could not be kept exact."""
+    calls = child.groupBy().agg(*(F.expr(call.sql()) for call in node.calls)).schema
+    sums: list[T.DataType | None] = []
+    for call in node.calls:
+        if call.argument is None or call.function not in ("sum", "avg") or recomputed(call):
+            sums.append(None)
+            continue
+        argument = spark_expression(call.argument)
+        _check_summable(call, child.select(argument).schema.fields[0].dataType)
+        sums.append(child.groupBy().agg(F.sum(argument)).schema.fields[0].dataType)
+    return ResultTypes(tuple(field.dataType for field in calls.fields), tuple(sums))
+
+
+def _check_summable(call: AggregateCall, argument: T.DataType) -> None:
+    if not isinstance(argument, SUMMABLE_TYPES):
+        raise NotMaintainableError(
+            f"{call.function.upper()} over {argument.simpleString()} (only integral and"
+            " decimal sums are maintained exactly)"
+        )
+    if isinstance(argument, T.DecimalType) and argument.precision > MAX_SUMMED_PRECISION:
+        raise NotMaintainableError(
+            f"{call.function.upper()} over {argument.simpleString()} (decimal sums are"
+            f" maintained up to precision {MAX_SUMMED_PRECISION})"
+        )
+
+
+def _signed(argument: Column, weight: Column, sum_type: T.DataType) -> Column:
+    """``w·x`` exactly, in ``x``'s sum type."""
+    if isinstance(sum_type, T.DecimalType):
+        return (argument * weight.cast("decimal(10,0)")).cast(sum_type)
+    return argument.cast("long") * weight
+
+
+def _present_value(call: AggregateCall) -> Column:
+    """``f(DISTINCT x)`` over the rows present (weight > 0), by Spark's own function."""
+    assert call.argument is not None
+    present = exp.GT(this=exp.column(WEIGHT, quoted=True), expression=exp.Literal.number(0))
+    guarded = exp.Case(ifs=[exp.If(this=present, true=call.argument.copy())])
+    return F.expr(AggregateCall(call.function, guarded, call.distinct).sql())
+
+
+def group_state(
+    node: Aggregate, zset: DataFrame, types: ResultTypes, *, positive: bool, change: bool = False
+) -> DataFrame:
+    """The state of each group of ``zset`` (``node``'s input as a Z-set): keys, then
+    ``state_columns``. ``positive``: every weight is positive (an evaluation of the tables
+    as they are now), so the rows present need no consolidation. ``change``: ``zset`` is a
+    change, and the state gets the deleted extremes (``removed_extreme_column``) too.
+    """
+    needs_rows = any(c.function in ("min", "max") or recomputed(c) for c in node.calls)
+    rows = zset if positive or not needs_rows else consolidate(zset)
+    weight = column(WEIGHT)
+    aggregates = [F.coalesce(F.sum(weight), F.lit(0)).cast("long").alias(COUNT_COLUMN)]
+    for index, call in enumerate(node.calls):
+        if call.argument is None:
+            continue
+        argument = spark_expression(call.argument)
+        if call.function in ("min", "max"):
+            pick = F.min if call.function == "min" else F.max
+            aggregates.append(pick(F.when(weight > 0, argument)).alias(extreme_column(index)))
+            if change:
+                removed = pick(F.when(weight < 0, argument))
+                aggregates.append(removed.alias(removed_extreme_column(index)))
+        elif recomputed(call):
+            value = _present_value(call).cast(types.calls[index])
+            aggregates.append(value.alias(extreme_column(index)))
+        else:
+            counted = F.coalesce(F.sum(F.when(argument.isNotNull(), weight).otherwise(0)), F.lit(0))
+            aggregates.append(counted.cast("long").alias(count_column(index)))
+            sum_type = types.sums[index]
+            if sum_type is not None:
+                summed = F.sum(_signed(argument, weight, sum_type)).cast(sum_type)
+                aggregates.append(summed.alias(sum_column(index)))
+    keys = [spark_expression(k).alias(key_column(i)) for i, k in enumerate(node.keys)]
+    return rows.groupBy(*keys).agg(*aggregates)
+
+
+def call_values(node: Aggregate, types: ResultTypes) -> list[Column]:
+    """Each call's value from a group's state columns, named by the call's output."""
+    values = []
+    for index, (call, output) in enumerate(zip(node.calls, node.call_outputs, strict=True)):
+        if call.argument is None:
+            value = F.col(COUNT_COLUMN)
+        elif call.function in ("min", "max") or recomputed(call):
+            value = F.col(extreme_column(index))
+        elif call.function == "count":
+            value = F.col(count_column(index))
+        else:
+            value = _sum_or_avg(call, index, types)
+        values.append(value.cast(types.calls[index]).alias(output))
+    return values
+
+
+def _sum_or_avg(call: AggregateCall, index: int, types: ResultTypes) -> Column:
+    """``SUM = s`` and ``AVG = s / n`` (Spark's ``Average``: a decimal sum divided by the count
+    as DECIMAL(20, 0), else both as DOUBLE), NULL while no value is counted."""
+    n, s = F.col(count_column(index)), F.col(sum_column(index))
+    if call.function == "sum":
+        value = s
+    elif isinstance(types.sums[index], T.DecimalType):
+        value = s / n.cast("decimal(20,0)")
+    else:
+        value = s.cast("double") / n.cast("double")
+    return F.when(n > 0, value)
+
+
+def finalize(node: Aggregate, state: DataFrame, types: ResultTypes) -> DataFrame:
+    """``node``'s rows (a Z-set of weight 1) from its groups' state: the groups that exist
+    (``COUNT(*) > 0``; a global aggregate's one row always)."""
+    keys = [F.col(key_column(i)).alias(o) for i, o in enumerate(node.key_outputs)]
+    rows = state.where(F.col(COUNT_COLUMN) > 0) if node.keys else state
+    return rows.select(*keys, *call_values(node, types), F.lit(1).cast("long").alias(WEIGHT))
+
+
+def evaluate(node: Aggregate, version: Version, engine: DeltaEngine) -> DataFrame:
+    child = engine.evaluate(node.child, version)
+    types = result_types(node, child)
+    return finalize(node, group_state(node, child, types, positive=version is Version.NEW), types)
+
+
+def _restricted(node: Aggregate, zset: DataFrame, groups: DataFrame) -> DataFrame:
+    """The rows of ``zset`` in the groups (key columns) of ``groups``."""
+    if not node.keys:
+        return zset
+    same = [
+        spark_expression(key).eqNullSafe(F.col(key_column(i))) for i, key in enumerate(node.keys)
+    ]
+    return zset.join(groups, reduce(lambda a, b: a & b, same), "left_semi")
+
+
+def delta(node: Aggregate, engine: DeltaEngine) -> DataFrame:
+    change = engine.delta(node.child)
+    groups = change.select(
+        *(spark_expression(k).alias(key_column(i)) for i, k in enumerate(node.keys))
+    ).distinct()
+    terms = []
+    for version, sign in ((Version.NEW, 1), (Version.OLD, -1)):
+        child = engine.evaluate(node.child, version)
+        types = result_types(node, child)
+        state = group_state(
+            node, _restricted(node, child, groups), types, positive=version is Version.NEW
+        )
+        rows = finalize(node, state, types)
+        terms.append(rows.withColumn(WEIGHT, F.lit(sign).cast("long")))
+    return terms[0].union(terms[1])
+
+
+def describe(node: Aggregate, version: Version | None, engine: DeltaEngine) -> str:
+    calls = ", ".join(call.label() for call in node.calls)
+    if version is not None:
+        return f"γ[{calls}]({engine.describe(node.child, version)})"
+    changed = engine.describe(node.child, None)
+    new = engine.describe(node.child, Version.NEW)
+    old = engine.describe(node.child, Version.OLD)
+    return f"γ[{calls}]({new} ⋉ K({changed})) − γ[{calls}]({old} ⋉ K({changed}))"
+
+
+RULE = DeltaRule(Aggregate, evaluate, delta, describe)

@@ -1,0 +1,226 @@
+"""An aggregate view, ``π(σ_HAVING(γ_{K; f…}(Q)))``, stored as one row per group with its
+state (``delta/aggregate.py``), so that a refresh reads only the groups its change touches.
+
+A stored row holds the view's visible columns ``c0 …`` (computed from the state, NULL when
+hidden), ``mv_visible`` (the group exists and passes ``HAVING``; a global aggregate's row
+always exists), the group keys ``mv_k…`` and the state columns. The catalog view shows the
+visible rows only. ``HAVING`` is applied when writing, to the maintained state, so a group
+that fails it keeps its counters and can pass again later (issue: aggregates).
+
+A refresh merges each changed group's stored state with the state of the change
+(``state(R + ΔR) = state(R) + state(ΔR)`` for counters and sums, Hanson §3.6), and
+recomputes from ``Q_new`` only the groups whose extreme may have been deleted or that have a
+``DISTINCT`` aggregate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from sqlglot import exp
+
+from sparkmv.analyze.relational import Aggregate, Filter, Node, Project
+from sparkmv.apply.snapshot import VISIBLE_COLUMN, storage_columns
+from sparkmv.delta import aggregate as agg
+from sparkmv.delta.engine import DeltaEngine, Version, spark_expression
+from sparkmv.zset import COUNT_COLUMN
+
+OLD = "old_"  # prefix of a stored group's previous state and visible columns in a merge
+CHANGE = "delta_"  # prefix of the change's state columns in a merge
+RECOMPUTE = "__recompute"
+
+
+@dataclass(frozen=True)
+class AggregateView:
+    aggregate: Aggregate
+    having: exp.Expr | None
+    project: Project
+
+    @property
+    def keys(self) -> list[str]:
+        return agg.key_columns(self.aggregate)
+
+    @property
+    def state(self) -> list[str]:
+        return agg.state_columns(self.aggregate)
+
+    def storage(self) -> list[str]:
+        """The stored columns, in order."""
+        visible = storage_columns(len(self.project.outputs))
+        return [*visible, VISIBLE_COLUMN, *self.keys, *self.state]
+
+    def types(self, engine: DeltaEngine) -> agg.ResultTypes:
+        return agg.result_types(self.aggregate, engine.evaluate(self.aggregate.child, Version.NEW))
+
+    def stored_rows(self, engine: DeltaEngine) -> DataFrame:
+        """Every group's stored row, from the input as it is now (a full refresh)."""
+        types = self.types(engine)
+        child = engine.evaluate(self.aggregate.child, Version.NEW)
+        state = agg.group_state(self.aggregate, child, types, positive=True)
+        return self.with_visible(state, types)
+
+    def state_change(self, engine: DeltaEngine) -> DataFrame:
+        """The state of the input's change, per changed group (with deleted extremes)."""
+        change = engine.delta(self.aggregate.child)
+        return agg.group_state(
+            self.aggregate, change, self.types(engine), positive=False, change=True
+        )
+
+    def with_visible(
+        self, state: DataFrame, types: agg.ResultTypes, carry: tuple[str, ...] = ()
+    ) -> DataFrame:
+        """``state`` (keys and state columns) as stored rows: the visible columns first,
+        then the storage's hidden columns, then the columns ``carry`` of ``state``."""
+        node = self.aggregate
+        keys = [F.col(k).alias(o) for k, o in zip(self.keys, node.key_outputs, strict=True)]
+        rows = state.select(*state.columns, *keys, *agg.call_values(node, types))
+        exists = F.col(COUNT_COLUMN) > 0 if node.keys else F.lit(True)
+        if self.having is not None:
+            exists = exists & F.coalesce(spark_expression(self.having), F.lit(False))
+        rows = rows.withColumn(VISIBLE_COLUMN, exists)
+        # CASE WHEN: a hidden group's expressions are not evaluated (they may fail, e.g. a
+        # division by a zero count, exactly where the query's HAVING would not evaluate them).
+        visible = [
+            F.when(F.col(VISIBLE_COLUMN), spark_expression(e)).alias(c)
+            for e, c in zip(
+                self.project.expressions,
+                storage_columns(len(self.project.outputs)),
+                strict=True,
+            )
+        ]
+        hidden = self.storage()[len(visible) :]
+        return rows.select(*visible, *(F.col(c) for c in [*hidden, *carry]))
+
+    def merged(
+        self, stored: DataFrame, change: DataFrame, engine: DeltaEngine, extra: list[str]
+    ) -> DataFrame:
+        """New stored rows of the groups in ``stored`` (rows of the touched buckets) and
+        ``change`` (``state_change``), with the previous visible columns (prefix ``old_``)
+        for counting what the view shows differently; ``extra`` columns (the bucket) are
+        group-wise constant and carried along."""
+        types = self.types(engine)
+        groups = self._merge_states(stored, change, extra, types)
+        kept = groups.where(~F.col(RECOMPUTE))
+        recompute = groups.where(F.col(RECOMPUTE))
+        redone = self._recomputed(recompute, engine, types)
+        old_columns = [c for c in groups.columns if c.startswith(OLD)]
+        carried = [*self.keys, *extra, *old_columns]
+        state = kept.select(*carried, *self.state).unionByName(redone.select(*carried, *self.state))
+        return self.with_visible(state, types, (*extra, *old_columns))
+
+    def _merge_states(
+        self, stored: DataFrame, change: DataFrame, extra: list[str], types: agg.ResultTypes
+    ) -> DataFrame:
+        """One row per group: the previous state and visible columns (``old_…``, NULL for a
+        new group), the new state of counters, sums and extremes, and whether the group must
+        be recomputed."""
+        previous = [*self.state, *storage_columns(len(self.project.outputs)), VISIBLE_COLUMN]
+        change_columns = [c for c in change.columns if c not in self.keys and c not in extra]
+        old_rows = stored.select(
+            *self.keys,
+            *extra,
+            *(F.col(c).alias(OLD + c) for c in previous),
+            *(
+                F.lit(None).cast(change.schema[c].dataType).alias(CHANGE + c)
+                for c in change_columns
+            ),
+        )
+        new_rows = change.select(
+            *self.keys,
+            *extra,
+            *(F.lit(None).cast(stored.schema[c].dataType).alias(OLD + c) for c in previous),
+            *(F.col(c).alias(CHANGE + c) for c in change_columns),
+        )
+        values = [OLD + c for c in previous] + [CHANGE + c for c in change_columns]
+        groups = old_rows.unionByName(new_rows).groupBy(*self.keys, *extra)
+        # One stored row and at most one change row per group: first(…, ignorenulls) picks
+        # each side's value.
+        merged = groups.agg(*(F.first(c, ignorenulls=True).alias(c) for c in values))
+        return merged.select(
+            *self.keys, *extra, *(OLD + c for c in previous), *self._new_state(types)
+        )
+
+    def _new_state(self, types: agg.ResultTypes) -> list[Column]:
+        """``state_old + state(Δ)`` per state column, and the recompute flag (a changed
+        group whose extreme may be deleted, or with a DISTINCT aggregate)."""
+        zero = F.lit(0)
+
+        def both(name: str) -> tuple[Column, Column]:
+            return F.col(OLD + name), F.col(CHANGE + name)
+
+        old_count, delta_count = both(COUNT_COLUMN)
+        columns = [
+            (F.coalesce(old_count, zero) + F.coalesce(delta_count, zero)).alias(COUNT_COLUMN)
+        ]
+        recompute: list[Column] = []
+        for index, call in enumerate(self.aggregate.calls):
+            if call.argument is None:
+                continue
+            if call.function in ("min", "max"):
+                old, inserted = both(agg.extreme_column(index))
+                removed = F.col(CHANGE + agg.removed_extreme_column(index))
+                closer = F.least if call.function == "min" else F.greatest
+                beyond = removed <= old if call.function == "min" else removed >= old
+                recompute.append(removed.isNotNull() & (old.isNull() | beyond))
+                columns.append(closer(old, inserted).alias(agg.extreme_column(index)))
+            elif agg.recomputed(call):
+                old, _ = both(agg.extreme_column(index))
+                recompute.append(delta_count.isNotNull())
+                columns.append(old.alias(agg.extreme_column(index)))
+            else:
+                name = agg.count_column(index)
+                old, change = both(name)
+                columns.append((F.coalesce(old, zero) + F.coalesce(change, zero)).alias(name))
+                if call.function in ("sum", "avg"):
+                    name = agg.sum_column(index)
+                    old, change = both(name)
+                    total = F.coalesce(old, zero) + F.coalesce(change, zero)
+                    sum_type = types.sums[index]
+                    assert sum_type is not None  # a kept sum (not a DISTINCT one)
+                    columns.append(total.cast(sum_type).alias(name))
+        flag = reduce(lambda a, b: a | b, recompute, F.lit(False))
+        return [*columns, F.coalesce(flag, F.lit(False)).alias(RECOMPUTE)]
+
+    def _recomputed(
+        self, groups: DataFrame, engine: DeltaEngine, types: agg.ResultTypes
+    ) -> DataFrame:
+        """``groups`` (keys and carried columns) with their state recomputed from the input
+        as it is now; a group without rows any more gets a zero count."""
+        node = self.aggregate
+        child = engine.evaluate(node.child, Version.NEW)
+        if node.keys:
+            same = [
+                spark_expression(key).eqNullSafe(F.col(k))
+                for key, k in zip(node.keys, self.keys, strict=True)
+            ]
+            child = child.join(
+                groups.select(*self.keys), reduce(lambda a, b: a & b, same), "left_semi"
+            )
+        state = agg.group_state(node, child, types, positive=True)
+        renamed = state.select(*(F.col(c).alias("__r_" + c) for c in state.columns))
+        condition = reduce(
+            lambda a, b: a & b,
+            [F.col(k).eqNullSafe(F.col("__r_" + k)) for k in self.keys],
+            F.lit(True),
+        )
+        joined = groups.drop(*self.state).join(renamed, condition, "left")
+        recomputed = [
+            (
+                F.coalesce(F.col("__r_" + c), F.lit(0)) if c == COUNT_COLUMN else F.col("__r_" + c)
+            ).alias(c)
+            for c in self.state
+        ]
+        return joined.select(*(c for c in groups.columns if c not in self.state), *recomputed)
+
+
+def aggregate_view(root: Node | None) -> AggregateView | None:
+    """``root`` as an aggregate view, when its top is ``π(σ?(γ(…)))``."""
+    if not isinstance(root, Project):
+        return None
+    below = root.child
+    if isinstance(below, Filter) and isinstance(below.child, Aggregate):
+        return AggregateView(below.child, below.predicate, root)
+    return AggregateView(below, None, root) if isinstance(below, Aggregate) else None

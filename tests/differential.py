@@ -1,0 +1,48 @@
+"""What the randomized differential tests share: a database per example, and a stream of
+write batches each followed by a refresh whose mode and reason a check inspects."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from hypothesis import Phase, note
+from pyspark.sql import SparkSession
+from view_generator import Step
+
+NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]  # shrinking Spark runs takes hours
+_examples = itertools.count()
+
+
+@contextmanager
+def example_database(spark: SparkSession, db: str) -> Iterator[str]:
+    """A fresh current database for one example; dropped if the example passes."""
+    name = f"{db}_{next(_examples)}"
+    spark.sql(f"CREATE DATABASE {name}")
+    spark.sql(f"USE {name}")
+    yield name
+    for view in spark.sql(f"SHOW MATERIALIZED VIEWS IN {name}").collect():
+        spark.sql(f"DROP MATERIALIZED VIEW {name}.{view.viewName}")
+    spark.sql(f"USE {db}")
+    spark.sql(f"DROP DATABASE {name} CASCADE")
+
+
+def refresh(spark: SparkSession, view: str) -> tuple[str, str]:
+    row = spark.sql(f"REFRESH MATERIALIZED VIEW {view}").collect()[0]
+    return str(row.mode), str(row.reason)
+
+
+def run_stream(spark: SparkSession, steps: list[Step], check: Callable[[str, str], None]) -> None:
+    """Each step's writes, then a refresh of v (and sometimes a second one with no change);
+    ``check`` gets the mode and reason of every refresh."""
+    for number, step in enumerate(steps, 1):
+        for statement in step.writes:
+            spark.sql(statement)
+        for _ in range(2 if step.refresh_again else 1):
+            mode, reason = refresh(spark, "v")
+            note(f"step {number}: {mode} ({reason})")
+            check(mode, reason)
+
+
+MAINTAINABLE = "the query is incrementally maintainable"
