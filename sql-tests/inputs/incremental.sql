@@ -68,3 +68,9 @@ SELECT * FROM u;
 
 -- The hidden counter never shows.
 DESCRIBE MATERIALIZED VIEW EXTENDED d;
+
+-- A CTE the query never reads: its table is a base table, but its change changes nothing.
+CREATE MATERIALIZED VIEW unread AS WITH unused AS (SELECT a FROM r) SELECT c FROM s;
+INSERT INTO r VALUES (9, 9);
+REFRESH MATERIALIZED VIEW unread;
+SELECT * FROM unread;

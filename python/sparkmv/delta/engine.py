@@ -74,7 +74,10 @@ class DeltaEngine:
         return self.rule(node).evaluate(node, version, self)
 
     def delta(self, node: Node) -> DataFrame:
-        """``Δnode = node(NEW) − node(OLD)`` as a Z-set; only for a changed ``node``."""
+        """``Δnode = node(NEW) − node(OLD)`` as a Z-set (empty when no table under ``node``
+        changed: a view's base tables include those of a CTE it never reads)."""
+        if not self.changed(node):
+            return self.evaluate(node, Version.NEW).limit(0)
         return self.rule(node).delta(node, self)
 
     def describe(self, node: Node, version: Version | None = None) -> str:
