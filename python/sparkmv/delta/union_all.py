@@ -22,10 +22,11 @@ def evaluate(node: UnionAll, version: Version, engine: DeltaEngine) -> DataFrame
 
 
 def delta(node: UnionAll, engine: DeltaEngine) -> DataFrame:
+    # Every child, the unchanged ones as empty changes: Spark then widens the column types
+    # exactly as for the union's value (an INT branch united with a BIGINT one is BIGINT
+    # even when only the INT branch changed).
     parts = [
-        with_outputs(engine.delta(child), child.outputs, node.outputs)
-        for child in node.children
-        if engine.changed(child)
+        with_outputs(engine.delta(child), child.outputs, node.outputs) for child in node.children
     ]
     return reduce(DataFrame.union, parts)
 

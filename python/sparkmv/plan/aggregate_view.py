@@ -15,7 +15,7 @@ recomputes from ``Q_new`` only the groups whose extreme may have been deleted or
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame
@@ -38,6 +38,9 @@ class AggregateView:
     aggregate: Aggregate
     having: exp.Expr | None
     project: Project
+    _types: dict[DeltaEngine, agg.ResultTypes] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def keys(self) -> list[str]:
@@ -53,7 +56,11 @@ class AggregateView:
         return [*visible, VISIBLE_COLUMN, *self.keys, *self.state]
 
     def types(self, engine: DeltaEngine) -> agg.ResultTypes:
-        return agg.result_types(self.aggregate, engine.evaluate(self.aggregate.child, Version.NEW))
+        """The calls' result types (each probe is a Spark analysis: asked once per engine)."""
+        if engine not in self._types:
+            child = engine.evaluate(self.aggregate.child, Version.NEW)
+            self._types[engine] = agg.result_types(self.aggregate, child)
+        return self._types[engine]
 
     def stored_rows(self, engine: DeltaEngine) -> DataFrame:
         """Every group's stored row, from the input as it is now (a full refresh)."""
