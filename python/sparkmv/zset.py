@@ -44,3 +44,11 @@ def positive_part(zset: DataFrame) -> DataFrame:
 def negative_part(zset: DataFrame) -> DataFrame:
     """The deleted rows of a consolidated Z-set (ΔR⁻), with positive weights."""
     return zset.where(F.col(WEIGHT) < 0).withColumn(WEIGHT, -F.col(WEIGHT))
+
+
+def as_bag(zset: DataFrame, weight: str = WEIGHT) -> DataFrame:
+    """The rows of a Z-set with positive weights as a bag: each row ``weight`` times, without
+    the weight column."""
+    copies = F.explode(F.array_repeat(F.lit(True), F.col(weight).cast("int")))
+    columns = [name for name in zset.columns if name != weight]
+    return zset.select(*columns, copies.alias("__copy")).drop("__copy")

@@ -35,7 +35,7 @@ from sparkmv.apply.snapshot import (
     storage_columns,
 )
 from sparkmv.catalog.metadata import StorageLayout
-from sparkmv.zset import COUNT_COLUMN, WEIGHT
+from sparkmv.zset import COUNT_COLUMN, WEIGHT, as_bag
 
 
 @dataclass(frozen=True)
@@ -155,8 +155,7 @@ def row_merge(layout: StorageLayout, change: DataFrame) -> Merge:
         kept = merged.where(F.col("new") > 0)
         if layout.counted:
             return kept.select(*visible, F.col("new").alias(COUNT_COLUMN), BUCKET_COLUMN)
-        copies = F.explode(F.array_repeat(F.lit(True), F.col("new").cast("int")))
-        return kept.select(*visible, BUCKET_COLUMN, copies.alias("copy")).drop("copy")
+        return as_bag(kept.select(*visible, BUCKET_COLUMN, "new"), weight="new")
 
     return Merge(visible, T.StructType(fields), rewrite)
 

@@ -10,7 +10,6 @@ and the visible change follows from them (``apply/incremental.py``).
 from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkmv.analyze.maintainability import (
@@ -27,7 +26,7 @@ from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.delta.engine import BaseState, DeltaEngine, Version, with_outputs
 from sparkmv.delta.rules import delta_engine
 from sparkmv.plan.aggregate_view import aggregate_view
-from sparkmv.zset import WEIGHT, consolidate
+from sparkmv.zset import WEIGHT, as_bag, consolidate
 
 
 def maintainability_of(
@@ -79,10 +78,7 @@ def stored_rows(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
     rows = _storage_named(engine.evaluate(stored, Version.NEW), stored.outputs)
     if maintained.counted:
         return consolidate(rows)
-    copies = F.explode(F.array_repeat(F.lit(True), F.col(WEIGHT).cast("int")))
-    return rows.select(*(c for c in rows.columns if c != WEIGHT), copies.alias("__copy")).drop(
-        "__copy"
-    )
+    return as_bag(rows)
 
 
 def stored_change(
