@@ -7,9 +7,10 @@ import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from conftest import assert_view_matches_query
 from hypothesis import Phase, note
 from pyspark.sql import SparkSession
-from view_generator import Step
+from view_generator import Scenario, Step
 
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]  # shrinking Spark runs takes hours
 _examples = itertools.count()
@@ -46,3 +47,21 @@ def run_stream(spark: SparkSession, steps: list[Step], check: Callable[[str, str
 
 
 MAINTAINABLE = "the query is incrementally maintainable"
+
+
+def check_scenario(spark: SparkSession, db: str, scenario: Scenario, incremental: bool) -> None:
+    """The oracle over a whole scenario: the view equals its query after CREATE and after
+    every refresh, and (``incremental``) every refresh is incremental."""
+    note(scenario.script())
+    with example_database(spark, db):
+        for statement in scenario.setup:
+            spark.sql(statement)
+        spark.sql(scenario.view.create("v"))
+        assert_view_matches_query(spark, "v")
+
+        def check(mode: str, reason: str) -> None:
+            assert_view_matches_query(spark, "v")
+            if incremental:
+                assert mode == "INCREMENTAL", reason
+
+        run_stream(spark, scenario.steps, check)

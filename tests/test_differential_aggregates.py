@@ -11,9 +11,9 @@ incremental.
 
 from __future__ import annotations
 
-from conftest import assert_view_matches_query, spark_examples
-from differential import NO_SHRINK, example_database, run_stream
-from hypothesis import given, note, settings
+from conftest import spark_examples
+from differential import NO_SHRINK, check_scenario
+from hypothesis import given, settings
 from pyspark.sql import SparkSession
 from view_generator import Scenario, aggregate_views, scenarios
 
@@ -23,15 +23,4 @@ from view_generator import Scenario, aggregate_views, scenarios
 def test_aggregate_views_match_their_query_after_every_refresh(
     spark: SparkSession, db: str, scenario: Scenario
 ) -> None:
-    note(scenario.script())
-    with example_database(spark, db):
-        for statement in scenario.setup:
-            spark.sql(statement)
-        spark.sql(scenario.view.create("v"))
-        assert_view_matches_query(spark, "v")
-
-        def check(mode: str, reason: str) -> None:
-            assert_view_matches_query(spark, "v")
-            assert mode == "INCREMENTAL", reason
-
-        run_stream(spark, scenario.steps, check)
+    check_scenario(spark, db, scenario, incremental=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pytest
 import sqlglot
 from conftest import assert_view_matches_query, spark_examples
-from differential import MAINTAINABLE, NO_SHRINK, example_database, run_stream
+from differential import MAINTAINABLE, NO_SHRINK, check_scenario, example_database, run_stream
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from pyspark.errors import PySparkException
@@ -89,19 +89,7 @@ def test_generated_sql_parses_and_every_column_resolves(scenario: Scenario) -> N
 def test_spj_views_match_their_query_after_every_refresh(
     spark: SparkSession, db: str, scenario: Scenario
 ) -> None:
-    note(scenario.script())
-    with example_database(spark, db):
-        for statement in scenario.setup:
-            spark.sql(statement)
-        spark.sql(scenario.view.create("v"))
-        assert_view_matches_query(spark, "v")
-
-        def check(mode: str, reason: str) -> None:
-            assert_view_matches_query(spark, "v")
-            if EXPECT_INCREMENTAL:
-                assert mode == "INCREMENTAL", reason
-
-        run_stream(spark, scenario.steps, check)
+    check_scenario(spark, db, scenario, EXPECT_INCREMENTAL)
 
 
 # ---- views outside the class -------------------------------------------------------------
