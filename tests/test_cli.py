@@ -65,7 +65,14 @@ SELECT 'after exit' AS marker;
 
 PROMPT = "sparkmv> "
 CONTINUATION = "       > "
-REFRESH_COLUMNS = ["mode", "reason", "rows_inserted", "rows_deleted", "duration_ms"]
+REFRESH_COLUMNS = [
+    "mode",
+    "reason",
+    "rows_inserted",
+    "rows_deleted",
+    "irrelevant_rows",
+    "duration_ms",
+]
 # A log4j line as Spark prints them: "26/01/31 12:00:00 WARN Utils: ..."
 JVM_LOG_LINE = re.compile(
     r"^\d{2}/\d{2}/\d{2} \d{2}:\d{2}:\d{2} (TRACE|DEBUG|INFO|WARN|ERROR|FATAL) ", re.MULTILINE

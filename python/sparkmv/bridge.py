@@ -69,13 +69,19 @@ class Handler:
             return self.to_java_error(error, f"capture of a write to {name}")
 
     def rowLevelWrite(  # noqa: N802 (Java name)
-        self, kind: str, database: str, table: str, changes: Any, unsupported: str
+        self,
+        kind: str,
+        database: str,
+        table: str,
+        changes: Any,
+        unsupported: str,
+        assigned: Any,
     ) -> Any:
         name = TableName(table, database)
         try:
             with quiet_pyspark_error_logs():
                 result = run_row_level_write(
-                    self.context.tracking, kind, name, changes, unsupported
+                    self.context.tracking, kind, name, changes, unsupported, tuple(assigned)
                 )
         except BaseException as error:
             return self.to_java_error(error, f"{kind} on {name}")

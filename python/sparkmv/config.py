@@ -27,6 +27,9 @@ DEFAULT_SESSION_CONF: dict[str, str] = {
 }
 """Defaults for ``sparkmv.session()``; any key can be overridden by the caller."""
 
+IRRELEVANCE_FILTERS_CONF = "spark.sparkmv.irrelevanceFilters.enabled"
+"""Session conf: "false" turns off the irrelevance filters on base-table changes (default on)."""
+
 STORAGE_BUCKETS_CONF = "spark.sparkmv.storage.buckets"
 """Session conf: hash buckets of an incrementally maintained view's storage, set at each full
 refresh (unset or 0: sized from the base tables' bytes)."""

@@ -65,3 +65,19 @@ INSERT INTO sales VALUES ('north', 'apple', 1, 1.00);
 EXPLAIN REFRESH MATERIALIZED VIEW managed;
 REFRESH MATERIALIZED VIEW managed;
 SELECT * FROM managed;
+
+-- TPC-H Q1's sums: DECIMAL(15,2) products widen to DECIMAL(38,6), kept exactly (ANSI mode).
+CREATE TABLE lines (flag STRING, price DECIMAL(15,2), discount DECIMAL(15,2), tax DECIMAL(15,2))
+  USING parquet;
+INSERT INTO lines VALUES ('A', 100.00, 0.05, 0.08), ('A', 250.50, 0.10, 0.02), ('R', 9.99, 0.00, 0.00);
+CREATE MATERIALIZED VIEW charges REFRESH INCREMENTAL AS
+  SELECT flag, sum(price * (1 - discount) * (1 + tax)) AS charge,
+         avg(price * (1 - discount)) AS avg_disc_price, count(*) AS n
+  FROM lines GROUP BY flag;
+INSERT INTO lines VALUES ('A', 1.25, 0.50, 0.50), ('R', 20.00, 0.01, 0.07);
+DELETE FROM lines WHERE price = 250.50;
+REFRESH MATERIALIZED VIEW charges;
+SELECT * FROM charges ORDER BY flag;
+SELECT flag, sum(price * (1 - discount) * (1 + tax)) AS charge,
+       avg(price * (1 - discount)) AS avg_disc_price, count(*) AS n
+FROM lines GROUP BY flag ORDER BY flag;

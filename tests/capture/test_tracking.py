@@ -31,7 +31,8 @@ def test_tracking_follows_the_dependent_views(spark: SparkSession, db: str) -> N
     assert json.loads(properties[keys.TRACKING_DEPENDENTS]) == [f"{db}.v1", f"{db}.v2"]
     log_root = Path(properties[keys.TRACKING_LOG].removeprefix("file:"))
     assert change_log_rows(spark, "v1") == {
-        f"Change Log {db}.t": "consumed version 1, current version 1, 0 pending rows logged"
+        f"Change Log {db}.t": "consumed version 1, current version 1, 0 pending rows logged, "
+        "0 irrelevant rows skipped"
     }
 
     spark.sql("DROP MATERIALIZED VIEW v1")
@@ -50,11 +51,13 @@ def test_refresh_records_the_consumed_version(spark: SparkSession, db: str) -> N
     spark.sql("INSERT INTO t VALUES (2, 'y'), (3, 'z')")  # two rows in, one out
     spark.sql("DELETE FROM t WHERE a = 1")
     assert change_log_rows(spark, "v") == {
-        f"Change Log {db}.t": "consumed version 1, current version 3, 3 pending rows logged"
+        f"Change Log {db}.t": "consumed version 1, current version 3, 3 pending rows logged, "
+        "0 irrelevant rows skipped"
     }
     spark.sql("REFRESH MATERIALIZED VIEW v")
     assert change_log_rows(spark, "v") == {
-        f"Change Log {db}.t": "consumed version 3, current version 3, 0 pending rows logged"
+        f"Change Log {db}.t": "consumed version 3, current version 3, 0 pending rows logged, "
+        "0 irrelevant rows skipped"
     }
     assert_view_matches_query(spark, "v")
 

@@ -67,5 +67,6 @@ def test_result_schema_is_declared_at_parse_time(spark: SparkSession) -> None:
     assert plan.getClass().getSimpleName() == "RefreshMaterializedViewCommand"
     assert plan.schema().simpleString() == (
         "struct<mode:string,reason:string,rows_inserted:bigint,rows_deleted:bigint,"
+        "irrelevant_rows:bigint,"
         "duration_ms:bigint>"
     )

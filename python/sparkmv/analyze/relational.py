@@ -172,6 +172,42 @@ def scanned_tables(node: Node) -> set[str]:
     return {scan.table for scan in walk(node) if isinstance(scan, Scan)}
 
 
+def expressions(node: Node) -> list[exp.Expr]:
+    """The expressions ``node`` evaluates (its predicate, condition, select list, keys and
+    aggregate arguments)."""
+    if isinstance(node, Filter):
+        return [node.predicate]
+    if isinstance(node, Join):
+        return [node.condition] if node.condition is not None else []
+    if isinstance(node, Project):
+        return list(node.expressions)
+    if isinstance(node, Aggregate):
+        return [*node.keys, *(c.argument for c in node.calls if c.argument is not None)]
+    return []
+
+
+def read_columns(root: Node) -> dict[str, set[str]]:
+    """Per base table, the columns the query reads (in any expression of any occurrence).
+
+    Every SELECT ends in a ``Project`` or an ``Aggregate``, so a scan's other columns never
+    leave the block they are scanned in: their values cannot change the query's result.
+    """
+    referenced = {
+        column.name
+        for node in walk(root)
+        for expression in expressions(node)
+        for column in expression.find_all(exp.Column)
+    }
+    read: dict[str, set[str]] = {}
+    for scan in walk(root):
+        if isinstance(scan, Scan):
+            names = read.setdefault(scan.table, set())
+            names.update(
+                c for c, o in zip(scan.columns, scan.outputs, strict=True) if o in referenced
+            )
+    return read
+
+
 @dataclass
 class _Relation:
     """A FROM item as the enclosing SELECT sees it: column name → internal name."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -103,9 +104,11 @@ def incremental_refresh(
     merge: Merge,
     reason: str,
     started_ms: int,
+    irrelevant: Mapping[str, int] | None = None,
 ) -> MvMetadata:
     """Apply ``change`` (ΔV in storage columns, or an aggregate view's state change) to
-    ``view`` by ``merge`` atomically; the new metadata.
+    ``view`` by ``merge`` atomically; the new metadata (``irrelevant``: the changed base
+    rows the irrelevance filters dropped per table, for the counters).
 
     Raises ``ChangeDoesNotFitError`` (nothing committed) when ΔV does not fit the stored rows.
     """
@@ -126,7 +129,7 @@ def incremental_refresh(
         snapshot=applied.snapshot,
         row_count=view.row_count + applied.rows_inserted - applied.rows_deleted,
         stats=view.stats.after_incremental_refresh(
-            applied.rows_inserted, applied.rows_deleted, reason, started_ms, finished
+            applied.rows_inserted, applied.rows_deleted, reason, started_ms, finished, irrelevant
         ),
     )
     commit_snapshot(spark, catalog, view, updated)

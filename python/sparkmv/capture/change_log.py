@@ -91,6 +91,15 @@ class LogCommit:
     files_digest: str = ""  # the table's file set after this write ("" if unknown)
     file_count: int = 0
     metrics: dict[str, int] = field(default_factory=dict)
+    assigned_columns: tuple[str, ...] | None = None  # an UPDATE's assigned columns
+
+    def ignorable_by(self, read: set[str] | None) -> bool:
+        """Whether a reader of only the columns ``read`` (None: all) can skip this write: an
+        UPDATE assigning none of them (a readily ignorable update, Hanson §1)."""
+        if read is None or self.assigned_columns is None:
+            return False
+        lowered = {name.lower() for name in read}  # Spark's column names ignore case
+        return not any(name.lower() in lowered for name in self.assigned_columns)
 
     def to_json(self) -> str:
         values = asdict(self)
@@ -104,6 +113,8 @@ class LogCommit:
         for key in ("inserted_files", "deleted_files"):
             values[key] = tuple(FileRef.from_json(ref) for ref in values.get(key, ()))
         values["retired_files"] = tuple(values.get("retired_files", ()))
+        if values.get("assigned_columns") is not None:
+            values["assigned_columns"] = tuple(values["assigned_columns"])
         return cls(**values)
 
 
@@ -407,10 +418,18 @@ class ChangeLog:
 
     def net_changes(self, start: int, end: int) -> DataFrame:
         """Net changes of versions ``(start, end]`` as a consolidated Z-set (one Spark job)."""
+        return consolidate(self.row_changes(start, end))
+
+    def row_changes(self, start: int, end: int, read: set[str] | None = None) -> DataFrame:
+        """The logged rows of versions ``(start, end]``, inserted +1 and deleted −1, as
+        logged (not consolidated: a row inserted then deleted appears twice). A reader of
+        only the columns ``read`` skips the UPDATEs that assign none of them: their images
+        agree on those columns, so they cancel once the others are set aside."""
         commits = self.commits(start, end)
         reason = _incomplete_reason(commits)
         if reason:
             raise ChangeRangeError(f"{self.root}: {reason}")
+        commits = [commit for commit in commits if not commit.ignorable_by(read)]
         # A file inserted by reference may have been removed from the table by a later
         # overwrite, which kept a link to it (Spark deletes files at once; the log cannot).
         moved = {
@@ -441,7 +460,7 @@ class ChangeLog:
             parts.append(weighted(self._read_rows(deleted_rows), -1))
         if not parts:
             return self._empty()
-        return consolidate(reduce(DataFrame.unionByName, parts))
+        return reduce(DataFrame.unionByName, parts)
 
     def read_files(self, refs: list[FileRef]) -> DataFrame:
         """Rows of data files (without weights); partition values come from the refs, not

@@ -60,6 +60,7 @@ from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import TableName
 
 MERGE = "MERGE"
+UPDATE_STATEMENT = "UPDATE"
 KEEP, UPDATE, DELETE, INSERT = "keep", "update", "delete", "insert"
 KEPT, NEW, OLD = "kept", "new", "old"  # what a staged file holds (step 2)
 
@@ -124,10 +125,15 @@ class RowLevelSummary:
 
 
 def run_row_level_write(
-    tracking: Tracking, kind: str, table: TableName, frame: Any, unsupported: str
+    tracking: Tracking,
+    kind: str,
+    table: TableName,
+    frame: Any,
+    unsupported: str,
+    assigned: tuple[str, ...] = (),
 ) -> tuple[int, ...]:
     """Runs the statement; its result row (``num_affected_rows`` and, for MERGE, the
-    updated, deleted and inserted counts)."""
+    updated, deleted and inserted counts). ``assigned``: the columns an UPDATE assigns."""
     if unsupported:
         raise SparkMvError(
             ErrorClass.ROW_LEVEL_WRITE_NOT_SUPPORTED,
@@ -146,7 +152,9 @@ def run_row_level_write(
         check_merge_cardinality(changes, table)
     summary = summarize(changes)
     if summary.affected_files or summary.counts[INSERT]:
-        CopyOnWrite(tracking, kind, table, entry, log, before, changes, summary).run()
+        write = CopyOnWrite(tracking, kind, table, entry, log, before, changes, summary)
+        write.assigned = assigned if kind == UPDATE_STATEMENT else None
+        write.run()
     return summary.result if kind == MERGE else summary.result[:1]
 
 
@@ -198,6 +206,7 @@ class CopyOnWrite:
         self.before = before
         self.changes = changes
         self.summary = summary
+        self.assigned: tuple[str, ...] | None = None  # an UPDATE's assigned columns
         assert entry.location is not None
         # An unpartitioned table's location may be a version directory: work beside it.
         self.root = unit_base(fs.qualified(self.spark, entry.location))
@@ -238,6 +247,7 @@ class CopyOnWrite:
                 + fs.hidden_files(self.spark, unit.location)
             ),
             metrics=dict(self.summary.counts),
+            assigned_columns=self.assigned,
         )
         empty = f"{self.root}/{VERSION_DIR_PREFIX}empty-{uuid.uuid4().hex}"
         abandoned = [self.version_dir, self.staging, empty, self.old_rows]

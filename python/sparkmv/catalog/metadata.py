@@ -20,6 +20,8 @@ class RefreshStats:
     incremental_refreshes: int = 0
     rows_inserted: int = 0
     rows_deleted: int = 0
+    # per base table: changed rows (as logged) the irrelevance filters dropped
+    irrelevant_rows_skipped: Mapping[str, int] = field(default_factory=dict)
     last_mode: str = ""
     last_reason: str = ""
     last_refreshed_ms: int = 0
@@ -35,12 +37,23 @@ class RefreshStats:
         )
 
     def after_incremental_refresh(
-        self, inserted: int, deleted: int, reason: str, started_ms: int, finished_ms: int
+        self,
+        inserted: int,
+        deleted: int,
+        reason: str,
+        started_ms: int,
+        finished_ms: int,
+        irrelevant: Mapping[str, int] | None = None,
     ) -> RefreshStats:
-        """The counters once ΔV inserted and deleted that many visible rows."""
+        """The counters once ΔV inserted and deleted that many visible rows, after the
+        irrelevance filters dropped ``irrelevant`` changed rows of each base table."""
+        skipped = dict(self.irrelevant_rows_skipped)
+        for table, rows in (irrelevant or {}).items():
+            skipped[table] = skipped.get(table, 0) + rows
         return replace(
             self._after("INCREMENTAL", inserted, deleted, reason, started_ms, finished_ms),
             incremental_refreshes=self.incremental_refreshes + 1,
+            irrelevant_rows_skipped=skipped,
         )
 
     def _after(
@@ -140,6 +153,9 @@ class MvMetadata:
                 keys.INCREMENTAL_REFRESH_COUNT: str(s.incremental_refreshes),
                 keys.ROWS_INSERTED: str(s.rows_inserted),
                 keys.ROWS_DELETED: str(s.rows_deleted),
+                keys.IRRELEVANT_ROWS_SKIPPED: json.dumps(
+                    dict(s.irrelevant_rows_skipped), sort_keys=True
+                ),
                 keys.LAST_MODE: s.last_mode,
                 keys.LAST_REASON: s.last_reason,
                 keys.LAST_REFRESHED_AT: str(s.last_refreshed_ms),
@@ -182,6 +198,9 @@ class MvMetadata:
                 incremental_refreshes=number(keys.INCREMENTAL_REFRESH_COUNT),
                 rows_inserted=number(keys.ROWS_INSERTED),
                 rows_deleted=number(keys.ROWS_DELETED),
+                irrelevant_rows_skipped=json.loads(
+                    values.get(keys.IRRELEVANT_ROWS_SKIPPED) or "{}"
+                ),
                 last_mode=values.get(keys.LAST_MODE, ""),
                 last_reason=values.get(keys.LAST_REASON, ""),
                 last_refreshed_ms=number(keys.LAST_REFRESHED_AT),

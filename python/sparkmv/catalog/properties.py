@@ -30,6 +30,7 @@ FULL_REFRESH_COUNT = "sparkmv.stats.full_refreshes"
 INCREMENTAL_REFRESH_COUNT = "sparkmv.stats.incremental_refreshes"
 ROWS_INSERTED = "sparkmv.stats.rows_inserted"
 ROWS_DELETED = "sparkmv.stats.rows_deleted"
+IRRELEVANT_ROWS_SKIPPED = "sparkmv.stats.irrelevant_rows_skipped"  # JSON {base table: rows}
 LAST_MODE = "sparkmv.last_refresh.mode"
 LAST_REASON = "sparkmv.last_refresh.reason"
 LAST_REFRESHED_AT = "sparkmv.last_refresh.at_ms"

@@ -53,9 +53,10 @@ def change_logs(context: CommandContext, view: MvMetadata) -> list[tuple[str, st
         except ChangeRangeError as error:
             text = f"the next refresh is full: {error}"
         else:
+            skipped = view.stats.irrelevant_rows_skipped.get(qualified, 0)
             text = (
                 f"consumed version {consumed}, current version {current}, {pending} pending "
-                "rows logged"
+                f"rows logged, {skipped} irrelevant rows skipped"
             )
         rows.append((f"Change Log {qualified}", text))
     return rows
@@ -79,6 +80,7 @@ def information(
         ("Incremental Refreshes", str(stats.incremental_refreshes)),
         ("Rows Inserted", str(stats.rows_inserted)),
         ("Rows Deleted", str(stats.rows_deleted)),
+        ("Irrelevant Rows Skipped", str(sum(stats.irrelevant_rows_skipped.values()))),
         ("Last Refresh Mode", stats.last_mode),
         ("Last Refresh Reason", stats.last_reason),
         ("Last Refreshed", format_ms(stats.last_refreshed_ms)),

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
+from sparkmv.analyze.maintainability import Maintainability
+from sparkmv.analyze.relational import Scan, walk
 from sparkmv.commands import create, refresh
 from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.config import IRRELEVANCE_FILTERS_CONF
+from sparkmv.delta.engine import DeltaEngine
 from sparkmv.parse.statements import (
     AlterQueryStatement,
     AlterRefreshStatement,
@@ -19,7 +23,7 @@ from sparkmv.parse.statements import (
     ShowStatement,
 )
 from sparkmv.plan.refresh_plan import FULL
-from sparkmv.plan.view_delta import delta_terms, stored_change
+from sparkmv.plan.view_delta import delta_terms, filters_enabled, stored_change
 
 RESULT_SCHEMA = "plan STRING"
 
@@ -68,7 +72,8 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         consumed = view.consumed_versions[base.name].version
         lines.append(f"Changed: {base.name} (change log versions {consumed} to {base.version})")
     maintained = query.maintainability
-    engine = refresh.base_states(context.spark, view, bases, with_changes=True)
+    engine = refresh.screened_engine(context.spark, view, query, bases)
+    lines.extend(_irrelevance_filters(context.spark, maintained, engine))
     lines.append("Delta terms (Z-sets; X_old = X − ΔX; Δ of DISTINCT via counters):")
     target = "ΔV"
     if maintained.counted:
@@ -94,6 +99,25 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         return "\n".join(lines)
     change, _ = stored_change(maintained, engine, view.layout)
     return "\n".join(lines) + "\n\n" + spark_plan(change, mode)
+
+
+def _irrelevance_filters(
+    spark: SparkSession, maintained: Maintainability, engine: DeltaEngine
+) -> list[str]:
+    """Each scan's compiled irrelevance filter: ``ΔR' = σ[test](ΔR)`` (Blakeley §4)."""
+    assert maintained.root is not None
+    scans = [node for node in walk(maintained.root) if isinstance(node, Scan)]
+    lines = [
+        f"  {engine.describe(scan)} = σ[{engine.screens[scan].sql(dialect='spark')}]"
+        f"({engine.describe(scan)[:-1]})"
+        for scan in scans
+        if scan in engine.screens
+    ]
+    if not lines and not filters_enabled(spark):
+        return [f"Irrelevance filters: off ({IRRELEVANCE_FILTERS_CONF} is false)"]
+    if not lines:
+        return ["Irrelevance filters: none (no predicate of the view rules out a changed row)"]
+    return ["Irrelevance filters (changed rows failing them cannot affect the view):", *lines]
 
 
 def _explain_create(context: CommandContext, statement: CreateStatement, mode: str) -> str:

@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.query import parse_query, query_dataframe
+from sparkmv.analyze.relational import Node, read_columns
 from sparkmv.apply.incremental import ChangeDoesNotFitError
 from sparkmv.apply.materialize import commit_snapshot, full_refresh, incremental_refresh, now_ms
 from sparkmv.capture.tracking import BaseTable, positions
@@ -30,10 +32,18 @@ from sparkmv.plan.refresh_plan import (
     plan_refresh,
     storage_layout,
 )
-from sparkmv.plan.view_delta import maintainability_of, stored_change, stored_rows
+from sparkmv.plan.view_delta import (
+    irrelevance_screens,
+    maintainability_of,
+    skipped_rows,
+    stored_change,
+    stored_rows,
+)
+from sparkmv.zset import WEIGHT, consolidate
 
 RESULT_SCHEMA = (
-    "mode STRING, reason STRING, rows_inserted BIGINT, rows_deleted BIGINT, duration_ms BIGINT"
+    "mode STRING, reason STRING, rows_inserted BIGINT, rows_deleted BIGINT,"
+    " irrelevant_rows BIGINT, duration_ms BIGINT"
 )
 NO_CHANGE = "no base table changed since the last refresh"
 
@@ -80,18 +90,51 @@ def changed_tables(view: MvMetadata, bases: list[BaseTable]) -> list[BaseTable]:
 
 
 def base_states(
-    spark: SparkSession, view: MvMetadata, bases: list[BaseTable], with_changes: bool
+    spark: SparkSession,
+    view: MvMetadata,
+    bases: list[BaseTable],
+    with_changes: bool,
+    root: Node | None = None,
 ) -> DeltaEngine:
     """The delta engine over the base tables as this refresh reads them (with their net
-    changes since the view's last refresh when ``with_changes``)."""
+    changes since the view's last refresh when ``with_changes``; the columns ``root``
+    never reads NULL in them)."""
     changed = {base.name for base in changed_tables(view, bases)} if with_changes else set()
     states = {}
     for base in bases:
-        change = None
+        state = BaseState(base.rows(spark))
         if base.name in changed and base.log is not None:
-            change = base.log.net_changes(view.consumed_versions[base.name].version, base.version)
-        states[base.name] = BaseState(base.rows(spark), change)
+            read = None if root is None else read_columns(root).get(base.name, set())
+            consumed = view.consumed_versions[base.name].version
+            logged = base.log.row_changes(consumed, base.version, read)
+            state = BaseState(state.rows, consolidate(_reading_only(logged, read)), logged)
+        states[base.name] = state
     return delta_engine(states)
+
+
+def _reading_only(logged: DataFrame, read: set[str] | None) -> DataFrame:
+    """``logged`` with the columns the view does not read set to NULL (``read`` None: all
+    are read), so that an update's pre- and post-image that differ only there cancel when
+    consolidated (a readily ignorable update, Hanson §1 after Buneman–Clemons)."""
+    if read is None:
+        return logged
+    read = {name.lower() for name in read}  # Spark's column names ignore case
+    columns = [
+        F.col(f"`{field.name}`")
+        if field.name.lower() in read or field.name == WEIGHT
+        else F.lit(None).cast(field.dataType).alias(field.name)
+        for field in logged.schema.fields
+    ]
+    return logged.select(*columns)
+
+
+def screened_engine(
+    spark: SparkSession, view: MvMetadata, query: ViewQuery, bases: list[BaseTable]
+) -> DeltaEngine:
+    """The delta engine of an incremental refresh: the base tables with their changes, each
+    scan's change screened by its irrelevance filter."""
+    engine = base_states(spark, view, bases, True, query.maintainability.root)
+    return engine.screened(irrelevance_screens(query.maintainability, engine, spark))
 
 
 def run(context: CommandContext, statement: RefreshStatement) -> Rows:
@@ -104,17 +147,20 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     plan = refresh_plan(view, query, statement.mode, bases)
     consumed = view.with_changes(consumed_versions=positions(bases))
     updated: MvMetadata | None = None
+    irrelevant: dict[str, int] = {}
     if plan.reason == NO_CHANGE:
         updated = consumed.with_changes(
             stats=view.stats.after_incremental_refresh(0, 0, NO_CHANGE, started, now_ms())
         )
         commit_snapshot(spark, context.catalog, view, updated)
     elif plan.mode == INCREMENTAL:
-        engine = base_states(spark, view, bases, True)
+        engine = screened_engine(spark, view, query, bases)
         change, merge = stored_change(query.maintainability, engine, view.layout)
+        assert query.maintainability.root is not None
+        irrelevant = skipped_rows(query.maintainability.root, engine)
         try:
             updated = incremental_refresh(
-                spark, context.catalog, consumed, change, merge, plan.reason, started
+                spark, context.catalog, consumed, change, merge, plan.reason, started, irrelevant
             )
         except ChangeDoesNotFitError as error:
             plan = RefreshPlan(FULL, f"the view's change did not fit its stored rows ({error})")
@@ -128,4 +174,5 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     context.compact_logs(view.base_tables)
     inserted = updated.stats.rows_inserted - view.stats.rows_inserted
     deleted = updated.stats.rows_deleted - view.stats.rows_deleted
-    return [(plan.mode, plan.reason, inserted, deleted, now_ms() - started)]
+    skipped = sum(irrelevant.values()) if plan.mode == INCREMENTAL else 0
+    return [(plan.mode, plan.reason, inserted, deleted, skipped, now_ms() - started)]

@@ -42,7 +42,11 @@ from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, consolidate
 
 SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 MAX_SUMMED_PRECISION = 27
-"""``Σ w·x`` of a DECIMAL(p, s) is exact while p + 11 ≤ 38 (``w`` as DECIMAL(10, 0))."""
+"""``w·x`` of a DECIMAL(p, s) is exact while p + 11 ≤ 38 (``w`` as DECIMAL(10, 0)); beyond,
+Spark keeps the scale of the product only while s ≤ ``MAX_WIDE_SUMMED_SCALE`` (it trims the
+scale to no less than 6), and the product, like the sum, can then only overflow: with ANSI
+mode an error, as for the query; without it a NULL, so such sums are kept only in ANSI mode."""
+MAX_WIDE_SUMMED_SCALE = 6
 
 
 def key_column(index: int) -> str:
@@ -107,21 +111,27 @@ def result_types(node: Aggregate, child: DataFrame) -> ResultTypes:
             sums.append(None)
             continue
         argument = spark_expression(call.argument)
-        _check_summable(call, child.select(argument).schema.fields[0].dataType)
+        ansi = child.sparkSession.conf.get("spark.sql.ansi.enabled", "true") == "true"
+        _check_summable(call, child.select(argument).schema.fields[0].dataType, ansi)
         sums.append(child.groupBy().agg(F.sum(argument)).schema.fields[0].dataType)
     return ResultTypes(tuple(field.dataType for field in calls.fields), tuple(sums))
 
 
-def _check_summable(call: AggregateCall, argument: T.DataType) -> None:
+def _check_summable(call: AggregateCall, argument: T.DataType, ansi: bool) -> None:
     if not isinstance(argument, SUMMABLE_TYPES):
         raise NotMaintainableError(
             f"{call.function.upper()} over {argument.simpleString()} (only integral and"
             " decimal sums are maintained exactly)"
         )
-    if isinstance(argument, T.DecimalType) and argument.precision > MAX_SUMMED_PRECISION:
+    if (
+        isinstance(argument, T.DecimalType)
+        and argument.precision > MAX_SUMMED_PRECISION
+        and (argument.scale > MAX_WIDE_SUMMED_SCALE or not ansi)
+    ):
         raise NotMaintainableError(
             f"{call.function.upper()} over {argument.simpleString()} (decimal sums are"
-            f" maintained up to precision {MAX_SUMMED_PRECISION})"
+            f" maintained up to precision {MAX_SUMMED_PRECISION}, or with a scale up to"
+            f" {MAX_WIDE_SUMMED_SCALE} in ANSI mode)"
         )
 
 

@@ -23,7 +23,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from sparkmv.analyze.relational import Node, scanned_tables
+from sparkmv.analyze.relational import Node, Scan, scanned_tables
 from sparkmv.zset import WEIGHT
 
 
@@ -35,10 +35,12 @@ class Version(Enum):
 @dataclass(frozen=True)
 class BaseState:
     """A base table as one refresh sees it: its rows now, and its net change ΔR (a
-    consolidated Z-set over the same columns) when it changed since the last refresh."""
+    consolidated Z-set over the same columns) when it changed since the last refresh, with
+    the change's rows as logged (before consolidation)."""
 
     rows: DataFrame
     change: DataFrame | None = None
+    logged: DataFrame | None = None
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,22 @@ class DeltaRule:
 
 
 class DeltaEngine:
-    def __init__(self, tables: Mapping[str, BaseState], rules: tuple[DeltaRule, ...]) -> None:
+    """The rules over one refresh's base tables; ``screens``: per scan, the irrelevance
+    filter its change passes before any rule above it sees it (``sparkmv.filter``)."""
+
+    def __init__(
+        self,
+        tables: Mapping[str, BaseState],
+        rules: tuple[DeltaRule, ...],
+        screens: Mapping[Scan, exp.Expr] | None = None,
+    ) -> None:
         self.tables = tables
         self._rules = rules
+        self.screens: Mapping[Scan, exp.Expr] = screens or {}
+
+    def screened(self, screens: Mapping[Scan, exp.Expr]) -> DeltaEngine:
+        """This engine with the scans' changes screened by ``screens``."""
+        return DeltaEngine(self.tables, self._rules, screens)
 
     def rule(self, node: Node) -> DeltaRule:
         for rule in self._rules:

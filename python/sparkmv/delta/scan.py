@@ -12,7 +12,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from sparkmv.analyze.relational import Scan
-from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column, with_outputs
+from sparkmv.delta.engine import (
+    DeltaEngine,
+    DeltaRule,
+    Version,
+    column,
+    spark_expression,
+    with_outputs,
+)
 from sparkmv.zset import WEIGHT, weighted
 
 
@@ -28,9 +35,13 @@ def evaluate(node: Scan, version: Version, engine: DeltaEngine) -> DataFrame:
 
 
 def delta(node: Scan, engine: DeltaEngine) -> DataFrame:
+    """``ΔR``, less the rows this occurrence's irrelevance filter drops (Blakeley §4)."""
     change = engine.tables[node.table].change
     if change is None:
         raise ValueError(f"{node.table} did not change")
+    screen = engine.screens.get(node)
+    if screen is not None:
+        change = change.where(spark_expression(screen))
     selected = change.select(*(column(c) for c in node.columns), F.col(WEIGHT).cast("long"))
     return with_outputs(selected, node.columns, node.outputs)
 
@@ -40,7 +51,7 @@ def describe(node: Scan, version: Version | None, engine: DeltaEngine) -> str:
     if node.alias and node.alias != name:
         name = f"{name} {node.alias}"
     if version is None:
-        return f"Δ{name}"
+        return f"Δ{name}'" if node in engine.screens else f"Δ{name}"  # ' : screened
     return f"{name}_old" if version is Version.OLD else name
 
 

@@ -9,8 +9,12 @@ and the visible change follows from them (``apply/incremental.py``).
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from sqlglot import exp
 
 from sparkmv.analyze.maintainability import (
     Maintainability,
@@ -18,13 +22,15 @@ from sparkmv.analyze.maintainability import (
     not_maintainable,
 )
 from sparkmv.analyze.query import ParsedQuery
-from sparkmv.analyze.relational import NotMaintainableError
+from sparkmv.analyze.relational import Node, NotMaintainableError, Scan, walk
 from sparkmv.apply.aggregate import group_merge
 from sparkmv.apply.incremental import Merge, row_merge
 from sparkmv.apply.snapshot import storage_columns
 from sparkmv.catalog.metadata import StorageLayout
-from sparkmv.delta.engine import BaseState, DeltaEngine, Version, with_outputs
+from sparkmv.config import IRRELEVANCE_FILTERS_CONF
+from sparkmv.delta.engine import BaseState, DeltaEngine, Version, spark_expression, with_outputs
 from sparkmv.delta.rules import delta_engine
+from sparkmv.filter.irrelevance import irrelevance_filters
 from sparkmv.plan.aggregate_view import aggregate_view
 from sparkmv.zset import WEIGHT, as_bag, consolidate
 
@@ -106,3 +112,49 @@ def delta_terms(maintained: Maintainability, engine: DeltaEngine) -> str:
         calls = ", ".join(call.label() for call in grouped.aggregate.calls)
         return f"γ[{calls}]({engine.describe(grouped.aggregate.child)})"
     return engine.describe(maintained.stored)
+
+
+def filters_enabled(spark: SparkSession) -> bool:
+    return spark.conf.get(IRRELEVANCE_FILTERS_CONF, "true") != "false"
+
+
+def irrelevance_screens(
+    maintained: Maintainability, engine: DeltaEngine, spark: SparkSession
+) -> dict[Scan, exp.Expr]:
+    """Per scan of the view's IR, the irrelevance filter on its change (Blakeley §4; none
+    when ``IRRELEVANCE_FILTERS_CONF`` is "false"). Analysis only: no Spark job."""
+    if maintained.root is None or not filters_enabled(spark):
+        return {}
+    # Without ANSI mode integer arithmetic wraps around, and ``x + 1 < y`` is not linear.
+    ansi = spark.conf.get("spark.sql.ansi.enabled", "true") == "true"
+
+    def leaf_types(node: Node) -> dict[str, T.DataType]:
+        schema = engine.evaluate(node, Version.NEW).schema
+        return {field.name: field.dataType for field in schema.fields if field.name != WEIGHT}
+
+    return irrelevance_filters(maintained.root, leaf_types, exact_arithmetic=ansi)
+
+
+def skipped_rows(root: Node, engine: DeltaEngine) -> dict[str, int]:
+    """How many logged changed rows no occurrence of their table in ``root`` keeps (rows
+    as logged: an update is two); one Spark job over the changes' files, none without
+    screens."""
+    screens: dict[str, list[exp.Expr]] = {}
+    unscreened: set[str] = set()
+    for node in walk(root):
+        if isinstance(node, Scan):
+            screen = engine.screens.get(node)
+            if screen is None:
+                unscreened.add(node.table)  # this occurrence keeps every row
+            else:
+                screens.setdefault(node.table, []).append(screen)
+    counts = [
+        logged.where(~F.coalesce(spark_expression(exp.or_(*tests)), F.lit(False))).select(
+            F.lit(table).alias("table"), F.count(F.lit(1)).alias("skipped")
+        )
+        for table, tests in screens.items()
+        if (logged := engine.tables[table].logged) is not None and table not in unscreened
+    ]
+    if not counts:
+        return {}
+    return {str(row[0]): int(row[1]) for row in reduce(DataFrame.union, counts).collect()}

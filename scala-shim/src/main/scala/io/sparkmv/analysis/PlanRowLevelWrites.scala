@@ -1,5 +1,6 @@
 package io.sparkmv.analysis
 
+import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.{DeleteFromTable, LogicalPlan, MergeIntoTable, UpdateTable}
 import org.apache.spark.sql.catalyst.rules.Rule
 
@@ -23,6 +24,7 @@ object PlanRowLevelWrites extends Rule[LogicalPlan] {
           command(Delete, d.table, RowLevelChanges.delete(_, d.condition)).getOrElse(d)
         case u: UpdateTable if u.resolved =>
           command(Update, u.table, RowLevelChanges.update(_, u.assignments, u.condition))
+            .map(_.copy(assigned = u.assignments.map(_.key).collect { case a: Attribute => a.name }))
             .getOrElse(u)
         case m: MergeIntoTable if m.resolved =>
           command(Merge, m.targetTable, RowLevelChanges.merge(_, m)).getOrElse(m)

@@ -24,14 +24,15 @@ trait MvHandler {
   /**
    * Runs a DELETE, UPDATE or MERGE on `database.table` from its plan of row changes
    * (`io.sparkmv.capture.RowLevelChanges`; null when `unsupported` says why there is none):
-   * the result rows as JSON, or a `Throwable`.
+   * the result rows as JSON, or a `Throwable`. `assigned`: the columns an UPDATE assigns.
    */
   def rowLevelWrite(
       kind: String,
       database: String,
       table: String,
       changes: org.apache.spark.sql.DataFrame,
-      unsupported: String): AnyRef
+      unsupported: String,
+      assigned: java.util.List[String]): AnyRef
 }
 
 /** The JVM-wide handler, set by `sparkmv.attach(spark)`. */
@@ -58,9 +59,12 @@ object MvHandlerRegistry {
       database: String,
       table: String,
       changes: org.apache.spark.sql.DataFrame,
-      unsupported: String): String =
-    rethrowOr(handler.rowLevelWrite(kind, database, table, changes, unsupported))
+      unsupported: String,
+      assigned: Seq[String]): String = {
+    import scala.jdk.CollectionConverters._
+    rethrowOr(handler.rowLevelWrite(kind, database, table, changes, unsupported, assigned.asJava))
       .asInstanceOf[String]
+  }
 
   def resultSchema(kind: String, sqlText: String): String =
     rethrowOr(handler.resultSchema(kind, sqlText)).asInstanceOf[String]

@@ -15,13 +15,15 @@ import io.sparkmv.bridge.{MvHandlerRegistry, ResultRows}
  * copy-on-write of the files that hold affected rows (and logged if the table is tracked).
  *
  * `changes` is the plan of [[io.sparkmv.capture.RowLevelChanges]]; when the statement cannot
- * be expressed, `unsupported` says why and the handler reports it.
+ * be expressed, `unsupported` says why and the handler reports it. `assigned`: the columns
+ * an UPDATE assigns (the change log records them: a view reading none of them ignores it).
  */
 case class RowLevelWriteCommand(
     kind: String,
     table: CatalogTable,
     changes: Option[LogicalPlan],
-    unsupported: String)
+    unsupported: String,
+    assigned: Seq[String] = Nil)
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = RowLevelWriteCommand.outputNames(kind).map { name =>
@@ -32,7 +34,8 @@ case class RowLevelWriteCommand(
     val frame = changes.map(SparkInternals.ofRows(sparkSession, _)).orNull
     val identifier = table.identifier
     val database = identifier.database.getOrElse(sparkSession.catalog.currentDatabase)
-    val json = MvHandlerRegistry.rowLevelWrite(kind, database, identifier.table, frame, unsupported)
+    val json = MvHandlerRegistry.rowLevelWrite(
+      kind, database, identifier.table, frame, unsupported, assigned)
     ResultRows.fromJson(json, output)
   }
 }

@@ -1,0 +1,1 @@
+"""Irrelevance filters: which changed rows cannot affect a view (Blakeley §4)."""
