@@ -27,6 +27,10 @@ DEFAULT_SESSION_CONF: dict[str, str] = {
 }
 """Defaults for ``sparkmv.session()``; any key can be overridden by the caller."""
 
+ANSI_CONF = "spark.sql.ansi.enabled"
+"""Spark's own: with ANSI mode (the default) arithmetic overflow fails the query; without it,
+integers wrap around and decimals turn NULL."""
+
 IRRELEVANCE_FILTERS_CONF = "spark.sparkmv.irrelevanceFilters.enabled"
 """Session conf: "false" turns off the irrelevance filters on base-table changes (default on)."""
 

@@ -37,6 +37,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from sparkmv.analyze.relational import Aggregate, AggregateCall, NotMaintainableError
+from sparkmv.config import ANSI_CONF
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column, spark_expression
 from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, consolidate
 
@@ -111,7 +112,7 @@ def result_types(node: Aggregate, child: DataFrame) -> ResultTypes:
             sums.append(None)
             continue
         argument = spark_expression(call.argument)
-        ansi = child.sparkSession.conf.get("spark.sql.ansi.enabled", "true") == "true"
+        ansi = child.sparkSession.conf.get(ANSI_CONF, "true") == "true"
         _check_summable(call, child.select(argument).schema.fields[0].dataType, ansi)
         sums.append(child.groupBy().agg(F.sum(argument)).schema.fields[0].dataType)
     return ResultTypes(tuple(field.dataType for field in calls.fields), tuple(sums))

@@ -27,7 +27,7 @@ from sparkmv.apply.aggregate import group_merge
 from sparkmv.apply.incremental import Merge, row_merge
 from sparkmv.apply.snapshot import storage_columns
 from sparkmv.catalog.metadata import StorageLayout
-from sparkmv.config import IRRELEVANCE_FILTERS_CONF
+from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
 from sparkmv.delta.engine import BaseState, DeltaEngine, Version, spark_expression, with_outputs
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
@@ -126,7 +126,7 @@ def irrelevance_screens(
     if maintained.root is None or not filters_enabled(spark):
         return {}
     # Without ANSI mode integer arithmetic wraps around, and ``x + 1 < y`` is not linear.
-    ansi = spark.conf.get("spark.sql.ansi.enabled", "true") == "true"
+    ansi = spark.conf.get(ANSI_CONF, "true") == "true"
 
     def leaf_types(node: Node) -> dict[str, T.DataType]:
         schema = engine.evaluate(node, Version.NEW).schema
