@@ -7,7 +7,9 @@ versions of the base tables:
 
 (a) filter-project: ``SELECT id, k1, amount * 2, upper(note) FROM fact WHERE flag < 10``
     (10% of the fact rows);
-(b) 3-way join: ``fact ⋈ dim1 ⋈ dim2`` with ``d1.region < 2`` (10% of the fact rows).
+(b) 3-way join: ``fact ⋈ dim1 ⋈ dim2`` with ``d1.region < 2`` (10% of the fact rows);
+(c) distinct aggregate: ``SELECT k1, count(DISTINCT k2), count(*), sum(amount) FROM fact
+    GROUP BY k1`` (1,000 groups; 100,000 per-(group, value) counters beside them).
 
 Each round changes ``fact`` by inserting 0.1% new rows (new ids) and deleting 0.1% of the rows
 (``id % 1000 = r``, spread over every file, by copy-on-write); the writes are timed on their
@@ -30,14 +32,13 @@ Not a test: nothing is asserted.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sparkmv
+from common import Timed, last_job_id, mismatch, refresh, seconds
 from pyspark.sql import SparkSession
 
 FILES = 12
@@ -64,31 +65,12 @@ VIEWS = {
         "SELECT f.id, f.amount, d1.name, d2.label FROM fact f "
         "JOIN dim1 d1 ON f.k1 = d1.k1 JOIN dim2 d2 ON f.k2 = d2.k2 WHERE d1.region < 2",
     ),
+    "distinct aggregate": (
+        "da",
+        "SELECT k1, count(DISTINCT k2) AS k2s, count(*) AS n, sum(amount) AS total "
+        "FROM fact GROUP BY k1",
+    ),
 }
-
-
-def seconds(action: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
-
-
-@dataclass
-class Timed:
-    """Samples of one measured action, with the modes and reasons its refreshes reported."""
-
-    samples: list[float] = field(default_factory=list)
-    modes: list[str] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)
-    changes: list[str] = field(default_factory=list)  # "+rows_inserted/-rows_deleted"
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-    @property
-    def mode(self) -> str:
-        return "/".join(dict.fromkeys(self.modes))  # distinct, in order of first appearance
 
 
 @dataclass
@@ -103,21 +85,6 @@ class SizeResult:
     no_change: dict[str, Timed] = field(default_factory=dict)
     no_change_jobs: dict[str, int] = field(default_factory=dict)
     wrong: dict[str, list[str]] = field(default_factory=dict)  # mismatches, per view label
-
-
-def refresh(spark: SparkSession, statement: str, into: Timed) -> None:
-    started = time.perf_counter()
-    row = spark.sql(statement).collect()[0]
-    into.samples.append(time.perf_counter() - started)
-    into.modes.append(str(row["mode"]))
-    into.reasons.append(str(row["reason"]))
-    into.changes.append(f"+{row['rows_inserted']}/-{row['rows_deleted']}")
-
-
-def last_job_id(spark: SparkSession) -> int:
-    """The highest Spark job id so far (job ids grow by one per job), -1 before the first."""
-    jobs = spark.sparkContext._jsc.sc().statusStore().jobsList(None)  # a Scala Seq, by job id
-    return -1 if jobs.isEmpty() else max(jobs.head().jobId(), jobs.last().jobId())
 
 
 def load(spark: SparkSession, rows: int) -> None:
@@ -149,21 +116,6 @@ def change(spark: SparkSession, rows: int, round_: int, result: SizeResult) -> N
     affected = spark.sql(delete).collect()[0][0]
     result.delete.samples.append(time.perf_counter() - started)
     result.deleted += int(affected)
-
-
-def mismatch(spark: SparkSession, view: str, query: str) -> str | None:
-    """None when the view equals its query as a multiset, else what differs."""
-    missing = spark.sql(f"SELECT count(*) FROM (({query}) EXCEPT ALL (SELECT * FROM {view}))")
-    extra = spark.sql(f"SELECT count(*) FROM ((SELECT * FROM {view}) EXCEPT ALL ({query}))")
-    counts = spark.sql(f"SELECT (SELECT count(*) FROM {view}), (SELECT count(*) FROM ({query}))")
-    view_rows, query_rows = counts.collect()[0]
-    missing_rows, extra_rows = missing.collect()[0][0], extra.collect()[0][0]
-    if missing_rows == extra_rows == 0 and view_rows == query_rows:
-        return None
-    return (
-        f"{view}: {view_rows:,} rows, query {query_rows:,}; "
-        f"{missing_rows:,} missing, {extra_rows:,} extra"
-    )
 
 
 def run_size(spark: SparkSession, rows: int, rounds: int, database: str) -> SizeResult:
@@ -206,7 +158,7 @@ def run_size(spark: SparkSession, rows: int, rounds: int, database: str) -> Size
 def report(results: list[SizeResult], rounds: int) -> None:
     print(f"\nrefresh after inserting + deleting 0.1% of fact (median of {rounds} rounds)")
     header = (
-        f"{'view':<15} {'fact rows':>11} {'full s':>8} {'incr s':>8} {'ratio':>7}  "
+        f"{'view':<18} {'fact rows':>11} {'full s':>8} {'incr s':>8} {'ratio':>7}  "
         f"{'AUTO mode':<12} {'FULL mode':<9} {'AUTO Δview':>13} {'FULL Δview':>17} check"
     )
     print(header)
@@ -215,7 +167,7 @@ def report(results: list[SizeResult], rounds: int) -> None:
         for result in results:
             full, incremental = result.full[label], result.incremental[label]
             print(
-                f"{label:<15} {result.rows:>11,} {full.median:8.2f} {incremental.median:8.2f} "
+                f"{label:<18} {result.rows:>11,} {full.median:8.2f} {incremental.median:8.2f} "
                 f"{full.median / incremental.median:6.2f}x  {incremental.mode:<12} "
                 f"{full.mode:<9} {incremental.changes[-1]:>13} {full.changes[-1]:>17} "
                 f"{'WRONG' if result.wrong[label] else 'OK'}"
