@@ -497,7 +497,7 @@ class ViewBuilder:
 
 
 # Aggregate calls by argument kind; {x} is the argument. The decimal ones cover Spark's
-# decimal SUM/AVG result types; DISTINCT ones are recomputed per changed group.
+# decimal SUM/AVG result types; DISTINCT ones are maintained from per-(group, value) counters.
 AGGREGATES: dict[Kind, tuple[str, ...]] = {
     "int": (
         "COUNT({x})",
@@ -507,6 +507,8 @@ AGGREGATES: dict[Kind, tuple[str, ...]] = {
         "MAX({x})",
         "COUNT(DISTINCT {x})",
         "SUM(DISTINCT {x})",
+        "AVG(DISTINCT {x})",
+        "SUM(DISTINCT CAST({x} AS DECIMAL(6,2)))",
         "SUM(CAST({x} AS DECIMAL(6,2)) / 4)",
         "AVG(CAST({x} AS DECIMAL(6,2)))",
     ),

@@ -164,3 +164,12 @@ def test_aggregate_calls_are_collected_once_and_keys_reused() -> None:
 def test_a_column_neither_grouped_nor_aggregated_is_refused() -> None:
     with pytest.raises(NotMaintainableError, match="neither grouped nor aggregated"):
         build("SELECT a, count(*) FROM r GROUP BY b")
+
+
+def test_a_subquery_in_having_is_named_as_such() -> None:
+    """Not its own correlated-looking columns reported as neither grouped nor aggregated."""
+    with pytest.raises(NotMaintainableError, match="subquery in an expression"):
+        build(
+            "SELECT a, sum(b) AS s FROM r GROUP BY a"
+            " HAVING sum(b) > (SELECT sum(b) FROM r WHERE a > 0)"
+        )

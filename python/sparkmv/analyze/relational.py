@@ -343,6 +343,10 @@ class RelationalBuilder:
         calls: dict[str, tuple[AggregateCall, str]] = {}
 
         def replace(node: exp.Expr) -> exp.Expr:
+            # transform visits a node before its children: a subquery is named as such before
+            # its own columns would be reported as neither grouped nor aggregated
+            if isinstance(node, (exp.Subquery, exp.Exists, exp.Select)):
+                raise NotMaintainableError(find_unsupported_expression(node))
             text = node.sql(dialect="spark")
             if text in by_key:
                 return exp.column(by_key[text], quoted=True)

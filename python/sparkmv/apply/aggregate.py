@@ -25,15 +25,15 @@ def group_merge(view: AggregateView, engine: DeltaEngine) -> Merge:
         return write_merged(merged, _metrics(view), kept_rows, path)
 
     def kept_rows(merged: DataFrame) -> DataFrame:
-        kept = merged.where(F.col(COUNT_COLUMN) > 0) if view.aggregate.keys else merged
-        return kept.select(*view.storage(), BUCKET_COLUMN)
+        return merged.where(view.kept()).select(*view.storage(), BUCKET_COLUMN)
 
     return Merge(view.keys, schema, rewrite)
 
 
 def _metrics(view: AggregateView) -> list[Column]:
     """Visible rows inserted and deleted (a group whose visible values change counts as
-    one of each), groups rewritten, groups with a negative counter."""
+    one of each), rows rewritten (groups and value counters), rows with a negative
+    counter."""
     visible = storage_columns(len(view.project.outputs))
     was, now = F.coalesce(F.col(OLD + VISIBLE_COLUMN), F.lit(False)), F.col(VISIBLE_COLUMN)
     same = reduce(
@@ -45,11 +45,12 @@ def _metrics(view: AggregateView) -> list[Column]:
         for i, call in enumerate(view.aggregate.calls)
         if agg.count_column(i) in view.state
     ]
+    if view.counters:
+        counters.append(agg.VALUE_COUNT_COLUMN)
     negative = reduce(lambda a, b: a | b, [F.col(c) < 0 for c in counters])
-    exists = F.col(COUNT_COLUMN) > 0 if view.aggregate.keys else F.lit(True)
     return [
         F.sum(F.when(now & ~unchanged, 1).otherwise(0)),
         F.sum(F.when(was & ~unchanged, 1).otherwise(0)),
-        F.sum(F.when(exists, 1).otherwise(0)),
+        F.sum(F.when(view.kept(), 1).otherwise(0)),
         F.sum(F.when(negative, 1).otherwise(0)),
     ]

@@ -78,7 +78,9 @@ class StorageLayout:
     ``counted``: one row per distinct value, with its multiplicity (Blakeley §5.1's
     counter) in a hidden column — a DISTINCT view, which shows the values with a positive
     count. ``grouped``: one row per group of an aggregate view, with its state in hidden
-    columns (``plan/aggregate_view.py``). Otherwise every copy of a row is stored as a row.
+    columns (``plan/aggregate_view.py``); ``value_counters``: and beside each group a row per
+    distinct value of a DISTINCT aggregate's argument, with its count. Otherwise every copy
+    of a row is stored as a row.
     ``buckets`` > 0: rows are spread
     over that many hash buckets, so an incremental refresh rewrites only the buckets its
     change touches; 0: one plain directory (a view that is only refreshed fully).
@@ -87,6 +89,7 @@ class StorageLayout:
     counted: bool = False
     buckets: int = 0
     grouped: bool = False
+    value_counters: bool = False
 
 
 PLAIN = StorageLayout()
@@ -147,6 +150,7 @@ class MvMetadata:
                 keys.STORAGE_COUNTED: str(self.layout.counted).lower(),
                 keys.STORAGE_BUCKETS: str(self.layout.buckets),
                 keys.STORAGE_GROUPED: str(self.layout.grouped).lower(),
+                keys.STORAGE_VALUE_COUNTERS: str(self.layout.value_counters).lower(),
                 keys.CREATED_AT: str(self.created_ms),
                 keys.REFRESH_COUNT: str(s.refreshes),
                 keys.FULL_REFRESH_COUNT: str(s.full_refreshes),
@@ -216,6 +220,7 @@ class MvMetadata:
                 counted=values.get(keys.STORAGE_COUNTED) == "true",
                 buckets=number(keys.STORAGE_BUCKETS),
                 grouped=values.get(keys.STORAGE_GROUPED) == "true",
+                value_counters=values.get(keys.STORAGE_VALUE_COUNTERS) == "true",
             ),
             format_version=version,
         )

@@ -24,6 +24,7 @@ ROW_COUNT = "sparkmv.storage.row_count"
 STORAGE_COUNTED = "sparkmv.storage.counted"  # "true": one row per value with its multiplicity
 STORAGE_BUCKETS = "sparkmv.storage.buckets"  # hash buckets of the snapshot (0: unbucketed)
 STORAGE_GROUPED = "sparkmv.storage.grouped"  # "true": one row per group with its state
+STORAGE_VALUE_COUNTERS = "sparkmv.storage.value_counters"  # "true": and DISTINCT value counters
 CREATED_AT = "sparkmv.created_at_ms"
 REFRESH_COUNT = "sparkmv.stats.refreshes"
 FULL_REFRESH_COUNT = "sparkmv.stats.full_refreshes"

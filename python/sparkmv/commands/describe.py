@@ -108,6 +108,8 @@ def storage_layout_text(view: MvMetadata) -> str:
         rows = "one row per value with its multiplicity"
     elif layout.grouped:
         rows = "one row per group with its aggregate state"
+        if layout.value_counters:
+            rows += " and one per (group, DISTINCT value) with its count"
     buckets = "1 hash bucket" if layout.buckets == 1 else f"{layout.buckets} hash buckets"
     return f"{buckets}, {rows}"
 

@@ -90,8 +90,8 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
     )
     if view.layout.grouped:
         lines.append(
-            "Groups whose MIN/MAX may have been deleted, or with a DISTINCT aggregate, are"
-            " recomputed from the query's input restricted to them."
+            "Groups whose MIN/MAX may have been deleted are recomputed from the query's input"
+            " restricted to them."
         )
     if mode.lower() == "simple":
         # Spark's plan of ΔV names the change log's files, which differ between any two refreshes;

@@ -8,16 +8,23 @@ follows (Hanson §3.6; Blakeley §5.2's counters; the lecture notes' ``SUM … G
 - ``SUM(x)``, ``AVG(x)``: ``mv_n_i`` and ``mv_s_i = Σ w·x`` (``SUM`` is NULL while
   ``mv_n_i = 0``; ``AVG = mv_s_i / mv_n_i`` with Spark's result type);
 - ``MIN(x)``, ``MAX(x)``: ``mv_x_i``, the extreme over the rows present;
-- ``f(DISTINCT x)``: ``mv_x_i``, the value itself.
+- ``COUNT(DISTINCT x)``, ``SUM(DISTINCT x)``, ``AVG(DISTINCT x)``: ``mv_n_i``, the number of
+  distinct non-null values, and ``mv_s_i``, their sum; beside the group, a *value counter*
+  per distinct non-null value ``v`` of ``x``, ``c(v) = Σ w·[x = v]`` (Blakeley §5.1's
+  multiplicity counter, one level down).
 
 Counters and sums are *distributive*: ``state(R + ΔR) = state(R) + state(ΔR)`` (Hanson
 §3.6's insert/delete update functions as one signed sum), so they are self-maintainable.
+So are the value counters, and a distinct value enters or leaves the group exactly when its
+counter crosses zero: with ``t(v) = [c_new(v) > 0] − [c_old(v) > 0]``,
+``Δmv_n_i = Σ_v t(v)`` and ``Δmv_s_i = Σ_v v·t(v)``.
 An extreme absorbs insertions (``least(old, min ΔR⁺)``) but a deletion of a value at or
 beyond the old extreme leaves it unknown: only such groups are recomputed from the base
-tables, and likewise every group whose ``DISTINCT`` aggregate sees a change.
+tables.
 
-``SUM``/``AVG`` are maintained for integral and decimal arguments only: a floating-point
-sum depends on the order of its additions, so no incremental sum can equal a fresh one.
+``SUM``/``AVG`` (``DISTINCT`` or not) are maintained for integral and decimal arguments only:
+a floating-point sum depends on the order of its additions, so no incremental sum can equal a
+fresh one.
 
 Inside a query (an aggregate below a join, a UNION or a DISTINCT) the rule's change is the
 changed groups' new rows minus their old rows, each group recomputed from ``R_new`` and
@@ -63,7 +70,7 @@ def sum_column(index: int) -> str:
 
 
 def extreme_column(index: int) -> str:
-    """MIN/MAX: the extreme; DISTINCT aggregates: the value."""
+    """MIN/MAX: the extreme."""
     return f"mv_x{index}"
 
 
@@ -72,16 +79,53 @@ def removed_extreme_column(index: int) -> str:
     return f"mv_r{index}"
 
 
-def recomputed(call: AggregateCall) -> bool:
-    """Whether the call's state is its value, recomputed for every changed group."""
+def value_column(index: int) -> str:
+    """A value counter's value of the ``index``-th distinct argument (``distinct_arguments``)."""
+    return f"mv_v{index}"
+
+
+VALUE_COUNT_COLUMN = "mv_vn"
+"""A value counter's count: ``Σ w`` of its group's rows with that value."""
+DISTINCT_ARGUMENT_COLUMN = "mv_distinct"
+"""0 on a group's row; ``j + 1`` on a value counter of the group's ``j``-th distinct argument."""
+
+
+def counts_values(call: AggregateCall) -> bool:
+    """Whether the call is maintained from value counters (a DISTINCT one whose value
+    depends on the set of values; MIN/MAX(DISTINCT x) is MIN/MAX(x))."""
     return call.distinct and call.function not in ("min", "max")
+
+
+def distinct_arguments(node: Aggregate) -> list[exp.Expr]:
+    """The arguments of the calls that count values, each once (``COUNT(DISTINCT x)`` and
+    ``SUM(DISTINCT x)`` share ``x``'s counters)."""
+    found: dict[str, exp.Expr] = {}
+    for call in node.calls:
+        if counts_values(call) and call.argument is not None:
+            found.setdefault(call.argument.sql(), call.argument)
+    return list(found.values())
+
+
+def distinct_argument_of(node: Aggregate, call: AggregateCall) -> int:
+    assert call.argument is not None
+    texts = [argument.sql() for argument in distinct_arguments(node)]
+    return texts.index(call.argument.sql())
+
+
+def counter_columns(node: Aggregate) -> list[str]:
+    """The value counters' columns, after the keys (none without DISTINCT aggregates)."""
+    arguments = distinct_arguments(node)
+    if not arguments:
+        return []
+    values = [value_column(j) for j in range(len(arguments))]
+    return [DISTINCT_ARGUMENT_COLUMN, *values, VALUE_COUNT_COLUMN]
 
 
 def state_columns(node: Aggregate) -> list[str]:
     """The state of a group, after its keys: ``mv_count`` then each call's columns."""
     columns = [COUNT_COLUMN]
     for index, call in enumerate(node.calls):
-        if call.function in ("min", "max") or recomputed(call):
+        if call.function in ("min", "max"):
             columns.append(extreme_column(index))
         elif call.argument is not None:
             columns.append(count_column(index))
@@ -100,6 +144,7 @@ class ResultTypes:
 
     calls: tuple[T.DataType, ...]
     sums: tuple[T.DataType | None, ...]
+    values: tuple[T.DataType, ...]  # of each distinct argument (``distinct_arguments``)
 
 
 def result_types(node: Aggregate, child: DataFrame) -> ResultTypes:
@@ -108,14 +153,20 @@ def result_types(node: Aggregate, child: DataFrame) -> ResultTypes:
     calls = child.groupBy().agg(*(F.expr(call.sql()) for call in node.calls)).schema
     sums: list[T.DataType | None] = []
     for call in node.calls:
-        if call.argument is None or call.function not in ("sum", "avg") or recomputed(call):
+        if call.argument is None or call.function not in ("sum", "avg"):
             sums.append(None)
             continue
         argument = spark_expression(call.argument)
         ansi = child.sparkSession.conf.get(ANSI_CONF, "true") == "true"
         _check_summable(call, child.select(argument).schema.fields[0].dataType, ansi)
         sums.append(child.groupBy().agg(F.sum(argument)).schema.fields[0].dataType)
-    return ResultTypes(tuple(field.dataType for field in calls.fields), tuple(sums))
+    arguments = [spark_expression(argument) for argument in distinct_arguments(node)]
+    values = child.select(*arguments).schema.fields if arguments else []
+    return ResultTypes(
+        tuple(field.dataType for field in calls.fields),
+        tuple(sums),
+        tuple(field.dataType for field in values),
+    )
 
 
 def _check_summable(call: AggregateCall, argument: T.DataType, ansi: bool) -> None:
@@ -136,19 +187,18 @@ def _check_summable(call: AggregateCall, argument: T.DataType, ansi: bool) -> No
         )
 
 
-def _signed(argument: Column, weight: Column, sum_type: T.DataType) -> Column:
+def signed(argument: Column, weight: Column, sum_type: T.DataType) -> Column:
     """``w·x`` exactly, in ``x``'s sum type."""
     if isinstance(sum_type, T.DecimalType):
         return (argument * weight.cast("decimal(10,0)")).cast(sum_type)
     return argument.cast("long") * weight
 
 
-def _present_value(call: AggregateCall) -> Column:
-    """``f(DISTINCT x)`` over the rows present (weight > 0), by Spark's own function."""
-    assert call.argument is not None
+def _present_distinct(function: str, argument: exp.Expr) -> Column:
+    """``function(DISTINCT x)`` over the rows present (weight > 0), by Spark's own function."""
     present = exp.GT(this=exp.column(WEIGHT, quoted=True), expression=exp.Literal.number(0))
-    guarded = exp.Case(ifs=[exp.If(this=present, true=call.argument.copy())])
-    return F.expr(AggregateCall(call.function, guarded, call.distinct).sql())
+    guarded = exp.Case(ifs=[exp.If(this=present, true=argument.copy())])
+    return F.expr(AggregateCall(function, guarded, distinct=True).sql())
 
 
 def group_state(
@@ -157,9 +207,13 @@ def group_state(
     """The state of each group of ``zset`` (``node``'s input as a Z-set): keys, then
     ``state_columns``. ``positive``: every weight is positive (an evaluation of the tables
     as they are now), so the rows present need no consolidation. ``change``: ``zset`` is a
-    change, and the state gets the deleted extremes (``removed_extreme_column``) too.
+    change, and the state gets the deleted extremes (``removed_extreme_column``) too; the
+    distinct counts and sums are then NULL (they follow from the value counters,
+    ``value_counters``, and those of the stored state).
     """
-    needs_rows = any(c.function in ("min", "max") or recomputed(c) for c in node.calls)
+    needs_rows = any(
+        c.function in ("min", "max") or (counts_values(c) and not change) for c in node.calls
+    )
     rows = zset if positive or not needs_rows else consolidate(zset)
     weight = column(WEIGHT)
     aggregates = [F.coalesce(F.sum(weight), F.lit(0)).cast("long").alias(COUNT_COLUMN)]
@@ -173,18 +227,53 @@ def group_state(
             if change:
                 removed = pick(F.when(weight < 0, argument))
                 aggregates.append(removed.alias(removed_extreme_column(index)))
-        elif recomputed(call):
-            value = _present_value(call).cast(types.calls[index])
-            aggregates.append(value.alias(extreme_column(index)))
+        elif counts_values(call):
+            count = F.lit(None) if change else _present_distinct("count", call.argument)
+            aggregates.append(count.cast("long").alias(count_column(index)))
+            sum_type = types.sums[index]
+            if sum_type is not None:
+                total = F.lit(None) if change else _present_distinct("sum", call.argument)
+                aggregates.append(total.cast(sum_type).alias(sum_column(index)))
         else:
             counted = F.coalesce(F.sum(F.when(argument.isNotNull(), weight).otherwise(0)), F.lit(0))
             aggregates.append(counted.cast("long").alias(count_column(index)))
             sum_type = types.sums[index]
             if sum_type is not None:
-                summed = F.sum(_signed(argument, weight, sum_type)).cast(sum_type)
+                summed = F.sum(signed(argument, weight, sum_type)).cast(sum_type)
                 aggregates.append(summed.alias(sum_column(index)))
     keys = [spark_expression(k).alias(key_column(i)) for i, k in enumerate(node.keys)]
     return rows.groupBy(*keys).agg(*aggregates)
+
+
+def value_counters(node: Aggregate, zset: DataFrame, *, change: bool = False) -> DataFrame:
+    """The value counters of ``zset``'s groups: keys, then ``counter_columns`` — per distinct
+    argument ``x_j`` and non-null value ``v``, ``c(v) = Σ w`` over the group's rows with
+    ``x_j = v`` (a ``change``'s counters that sum to zero are left out)."""
+    arguments = distinct_arguments(node)
+    keys = [spark_expression(k).alias(key_column(i)) for i, k in enumerate(node.keys)]
+    values = [spark_expression(argument) for argument in arguments]
+    types = zset.select(*values).schema.fields
+    counters = []
+    for j, value in enumerate(values):
+        counted = zset.where(value.isNotNull()).groupBy(*keys, value.alias(value_column(j)))
+        rows = counted.agg(F.sum(column(WEIGHT)).cast("long").alias(VALUE_COUNT_COLUMN))
+        if change:
+            rows = rows.where(F.col(VALUE_COUNT_COLUMN) != 0)
+        others = [
+            (F.col(value_column(j)) if i == j else F.lit(None).cast(field.dataType)).alias(
+                value_column(i)
+            )
+            for i, field in enumerate(types)
+        ]
+        counters.append(
+            rows.select(
+                *(key_column(i) for i in range(len(node.keys))),
+                F.lit(j + 1).alias(DISTINCT_ARGUMENT_COLUMN),
+                *others,
+                VALUE_COUNT_COLUMN,
+            )
+        )
+    return reduce(DataFrame.union, counters)
 
 
 def call_values(node: Aggregate, types: ResultTypes) -> list[Column]:
@@ -193,7 +282,7 @@ def call_values(node: Aggregate, types: ResultTypes) -> list[Column]:
     for index, (call, output) in enumerate(zip(node.calls, node.call_outputs, strict=True)):
         if call.argument is None:
             value = F.col(COUNT_COLUMN)
-        elif call.function in ("min", "max") or recomputed(call):
+        elif call.function in ("min", "max"):
             value = F.col(extreme_column(index))
         elif call.function == "count":
             value = F.col(count_column(index))

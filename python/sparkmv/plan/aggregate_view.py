@@ -3,14 +3,18 @@ state (``delta/aggregate.py``), so that a refresh reads only the groups its chan
 
 A stored row holds the view's visible columns ``c0 …`` (computed from the state, NULL when
 hidden), ``mv_visible`` (the group exists and passes ``HAVING``; a global aggregate's row
-always exists), the group keys ``mv_k…`` and the state columns. The catalog view shows the
-visible rows only. ``HAVING`` is applied when writing, to the maintained state, so a group
-that fails it keeps its counters and can pass again later (issue: aggregates).
+always exists), the group keys ``mv_k…`` and the state columns. With ``DISTINCT``
+aggregates, the group's value counters are rows of their own beside it, with the same keys
+(so in the same bucket), ``mv_visible`` false and the counter columns
+(``delta/aggregate.counter_columns``). The catalog view shows the visible rows only.
+``HAVING`` is applied when writing, to the maintained state, so a group that fails it keeps
+its counters and can pass again later (issue: aggregates).
 
 A refresh merges each changed group's stored state with the state of the change
-(``state(R + ΔR) = state(R) + state(ΔR)`` for counters and sums, Hanson §3.6), and
-recomputes from ``Q_new`` only the groups whose extreme may have been deleted or that have a
-``DISTINCT`` aggregate.
+(``state(R + ΔR) = state(R) + state(ΔR)`` for counters and sums, Hanson §3.6), its value
+counters likewise (``c_new = c_old + Δc``; a distinct count or sum changes by the values
+whose counter crosses zero), and recomputes from ``Q_new`` only the groups whose extreme may
+have been deleted.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from sparkmv.apply.snapshot import VISIBLE_COLUMN, storage_columns
 from sparkmv.delta import aggregate as agg
 from sparkmv.delta.engine import DeltaEngine, Version, spark_expression
 from sparkmv.zset import COUNT_COLUMN
+
+KIND = agg.DISTINCT_ARGUMENT_COLUMN
 
 OLD = "old_"  # prefix of a stored group's previous state and visible columns in a merge
 CHANGE = "delta_"  # prefix of the change's state columns in a merge
@@ -50,10 +56,22 @@ class AggregateView:
     def state(self) -> list[str]:
         return agg.state_columns(self.aggregate)
 
+    @property
+    def counters(self) -> list[str]:
+        return agg.counter_columns(self.aggregate)
+
     def storage(self) -> list[str]:
         """The stored columns, in order."""
         visible = storage_columns(len(self.project.outputs))
-        return [*visible, VISIBLE_COLUMN, *self.keys, *self.state]
+        return [*visible, VISIBLE_COLUMN, *self.keys, *self.state, *self.counters]
+
+    def kept(self) -> Column:
+        """Whether a merged row stays stored: a group while its ``COUNT(*)`` is positive (a
+        global aggregate's row always), a value counter while its count is."""
+        group = F.col(COUNT_COLUMN) > 0 if self.aggregate.keys else F.lit(True)
+        if not self.counters:
+            return group
+        return F.when(F.col(KIND) == 0, group).otherwise(F.col(agg.VALUE_COUNT_COLUMN) > 0)
 
     def types(self, engine: DeltaEngine) -> agg.ResultTypes:
         """The calls' result types (each probe is a Spark analysis: asked once per engine)."""
@@ -67,14 +85,35 @@ class AggregateView:
         types = self.types(engine)
         child = engine.evaluate(self.aggregate.child, Version.NEW)
         state = agg.group_state(self.aggregate, child, types, positive=True)
-        return self.with_visible(state, types)
+        rows = self.with_visible(state, types)
+        if not self.counters:
+            return rows
+        return _with_counters(rows, agg.value_counters(self.aggregate, child))
 
     def state_change(self, engine: DeltaEngine) -> DataFrame:
-        """The state of the input's change, per changed group (with deleted extremes)."""
+        """The state of the input's change, per changed group (with deleted extremes), and
+        the change of its value counters (rows of ``mv_distinct`` > 0)."""
         change = engine.delta(self.aggregate.child)
-        return agg.group_state(
-            self.aggregate, change, self.types(engine), positive=False, change=True
-        )
+        types = self.types(engine)
+        state = agg.group_state(self.aggregate, change, types, positive=False, change=True)
+        if not self.counters:
+            return state
+        state = state.select(*state.columns, *self._no_counter(types))
+        counters = agg.value_counters(self.aggregate, change, change=True)
+        return state.unionByName(counters, allowMissingColumns=True)
+
+    def _no_counter(self, types: agg.ResultTypes) -> list[Column]:
+        """A group's row's counter columns: ``mv_distinct`` 0, the others NULL."""
+        if not self.counters:
+            return []
+        values = [
+            F.lit(None).cast(t).alias(agg.value_column(j)) for j, t in enumerate(types.values)
+        ]
+        return [
+            F.lit(0).alias(KIND),
+            *values,
+            F.lit(None).cast("long").alias(agg.VALUE_COUNT_COLUMN),
+        ]
 
     def with_visible(
         self, state: DataFrame, types: agg.ResultTypes, carry: tuple[str, ...] = ()
@@ -98,8 +137,13 @@ class AggregateView:
                 strict=True,
             )
         ]
-        hidden = self.storage()[len(visible) :]
-        return rows.select(*visible, *(F.col(c) for c in [*hidden, *carry]))
+        hidden = [VISIBLE_COLUMN, *self.keys, *self.state]
+        return rows.select(
+            *visible,
+            *(F.col(c) for c in hidden),
+            *self._no_counter(types),
+            *(F.col(c) for c in carry),
+        )
 
     def merged(
         self, stored: DataFrame, change: DataFrame, engine: DeltaEngine, extra: list[str]
@@ -107,8 +151,18 @@ class AggregateView:
         """New stored rows of the groups in ``stored`` (rows of the touched buckets) and
         ``change`` (``state_change``), with the previous visible columns (prefix ``old_``)
         for counting what the view shows differently; ``extra`` columns (the bucket) are
-        group-wise constant and carried along."""
+        group-wise constant and carried along; value counters (``mv_distinct`` > 0) are
+        merged rows of their own."""
         types = self.types(engine)
+        counters = None
+        if self.counters:
+            is_group = F.col(KIND) == 0
+            counters = self._merge_counters(stored.where(~is_group), change.where(~is_group), extra)
+            stored = stored.where(is_group)
+            change = change.where(is_group).drop(*self.counters)
+            change = change.unionByName(
+                self._transitions(counters, extra, types), allowMissingColumns=True
+            )
         groups = self._merge_states(stored, change, extra, types)
         kept = groups.where(~F.col(RECOMPUTE))
         recompute = groups.where(F.col(RECOMPUTE))
@@ -116,7 +170,47 @@ class AggregateView:
         old_columns = [c for c in groups.columns if c.startswith(OLD)]
         carried = [*self.keys, *extra, *old_columns]
         state = kept.select(*carried, *self.state).unionByName(redone.select(*carried, *self.state))
-        return self.with_visible(state, types, (*extra, *old_columns))
+        rows = self.with_visible(state, types, (*extra, *old_columns))
+        return rows if counters is None else _with_counters(rows, counters)
+
+    def _merge_counters(self, stored: DataFrame, change: DataFrame, extra: list[str]) -> DataFrame:
+        """Each value counter of the touched groups: ``c_new = c_old + Δc``, with ``c_old``
+        as ``old_mv_vn``."""
+        count = agg.VALUE_COUNT_COLUMN
+        key = [*self.keys, *extra, *self.counters[:-1]]  # ... mv_distinct, mv_v…
+        zero = F.lit(0).cast("long")
+        old = stored.select(*key, F.col(count).alias(OLD + count), zero.alias(CHANGE + count))
+        new = change.select(*key, zero.alias(OLD + count), F.col(count).alias(CHANGE + count))
+        sums = [F.sum(c).alias(c) for c in (OLD + count, CHANGE + count)]
+        merged = old.unionByName(new).groupBy(*key).agg(*sums)
+        return merged.select(
+            *key, OLD + count, (F.col(OLD + count) + F.col(CHANGE + count)).alias(count)
+        )
+
+    def _transitions(
+        self, counters: DataFrame, extra: list[str], types: agg.ResultTypes
+    ) -> DataFrame:
+        """Per group of ``counters`` (``_merge_counters``), the change of its distinct counts
+        and sums: with ``t(v) = [c_new(v) > 0] − [c_old(v) > 0]``, ``Δn = Σ t(v)`` and
+        ``Δs = Σ v·t(v)`` over the values of the call's argument."""
+        count = agg.VALUE_COUNT_COLUMN
+        present_now = F.when(F.col(count) > 0, 1).otherwise(0)
+        present_before = F.when(F.col(OLD + count) > 0, 1).otherwise(0)
+        crossing = (present_now - present_before).cast("long")
+        changes = []
+        for index, call in enumerate(self.aggregate.calls):
+            if not agg.counts_values(call):
+                continue
+            j = agg.distinct_argument_of(self.aggregate, call)
+            mine = F.col(KIND) == j + 1
+            counted = F.sum(F.when(mine, crossing).otherwise(0)).cast("long")
+            changes.append(counted.alias(agg.count_column(index)))
+            sum_type = types.sums[index]
+            if sum_type is not None:
+                value = agg.signed(F.col(agg.value_column(j)), crossing, sum_type)
+                summed = F.coalesce(F.sum(F.when(mine, value)), F.lit(0)).cast(sum_type)
+                changes.append(summed.alias(agg.sum_column(index)))
+        return counters.groupBy(*self.keys, *extra).agg(*changes)
 
     def _merge_states(
         self, stored: DataFrame, change: DataFrame, extra: list[str], types: agg.ResultTypes
@@ -151,8 +245,9 @@ class AggregateView:
         )
 
     def _new_state(self, types: agg.ResultTypes) -> list[Column]:
-        """``state_old + state(Δ)`` per state column, and the recompute flag (a changed
-        group whose extreme may be deleted, or with a DISTINCT aggregate)."""
+        """``state_old + state(Δ)`` per state column (for a distinct count or sum, ``Δ`` is
+        its ``_transitions``), and the recompute flag (a changed group whose extreme may be
+        deleted)."""
         zero = F.lit(0)
 
         def both(name: str) -> tuple[Column, Column]:
@@ -173,10 +268,6 @@ class AggregateView:
                 beyond = removed <= old if call.function == "min" else removed >= old
                 recompute.append(removed.isNotNull() & (old.isNull() | beyond))
                 columns.append(closer(old, inserted).alias(agg.extreme_column(index)))
-            elif agg.recomputed(call):
-                old, _ = both(agg.extreme_column(index))
-                recompute.append(delta_count.isNotNull())
-                columns.append(old.alias(agg.extreme_column(index)))
             else:
                 name = agg.count_column(index)
                 old, change = both(name)
@@ -186,7 +277,7 @@ class AggregateView:
                     old, change = both(name)
                     total = F.coalesce(old, zero) + F.coalesce(change, zero)
                     sum_type = types.sums[index]
-                    assert sum_type is not None  # a kept sum (not a DISTINCT one)
+                    assert sum_type is not None  # SUM and AVG keep their sum
                     columns.append(total.cast(sum_type).alias(name))
         flag = reduce(lambda a, b: a | b, recompute, F.lit(False))
         return [*columns, F.coalesce(flag, F.lit(False)).alias(RECOMPUTE)]
@@ -221,6 +312,13 @@ class AggregateView:
             for c in self.state
         ]
         return joined.select(*(c for c in groups.columns if c not in self.state), *recomputed)
+
+
+def _with_counters(groups: DataFrame, counters: DataFrame) -> DataFrame:
+    """The groups' stored rows, then the value counters' (not visible; the group's other
+    columns NULL)."""
+    hidden = counters.withColumn(VISIBLE_COLUMN, F.lit(False))
+    return groups.unionByName(hidden, allowMissingColumns=True)
 
 
 def aggregate_view(root: Node | None) -> AggregateView | None:

@@ -78,9 +78,8 @@ def incremental_obstacle(
             unreadable = base.log.unreadable_reason(consumed.version, base.version)
             if unreadable:
                 return f"base table {base.name}: {unreadable}"
-    if not view.layout.buckets or (view.layout.counted, view.layout.grouped) != (
-        maintainability.counted,
-        aggregate_view(maintainability.root) is not None,
+    if not view.layout.buckets or view.layout != storage_layout(
+        RefreshPolicy.AUTO, maintainability, bases, view.layout.buckets
     ):
         return "the view's storage is laid out for full refreshes only; this one rewrites it"
     return ""
@@ -101,5 +100,8 @@ def storage_layout(
         size = sum(f.size for base in bases if base.files is not None for f in base.files.files)
         buckets = min(MAX_BUCKETS, max(1, math.ceil(size / TARGET_BUCKET_BYTES)))
     return StorageLayout(
-        counted=maintainability.counted, buckets=buckets, grouped=grouped is not None
+        counted=maintainability.counted,
+        buckets=buckets,
+        grouped=grouped is not None,
+        value_counters=grouped is not None and bool(grouped.counters),
     )

@@ -28,6 +28,7 @@ from sparkmv.apply.incremental import Merge, row_merge
 from sparkmv.apply.snapshot import storage_columns
 from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
+from sparkmv.delta.aggregate import distinct_arguments
 from sparkmv.delta.engine import BaseState, DeltaEngine, Version, spark_expression, with_outputs
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
@@ -110,7 +111,12 @@ def delta_terms(maintained: Maintainability, engine: DeltaEngine) -> str:
     grouped = aggregate_view(maintained.root)
     if grouped is not None:
         calls = ", ".join(call.label() for call in grouped.aggregate.calls)
-        return f"γ[{calls}]({engine.describe(grouped.aggregate.child)})"
+        change = engine.describe(grouped.aggregate.child)
+        terms = f"γ[{calls}]({change})"
+        if distinct_arguments(grouped.aggregate):
+            # a distinct value is in its group while its counter is positive
+            terms += f"\n  Δvalue counters = γ[Σw by group, DISTINCT value]({change})"
+        return terms
     return engine.describe(maintained.stored)
 
 
