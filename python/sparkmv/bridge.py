@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from py4j.protocol import Py4JJavaError
+from pyspark.errors import utils as pyspark_errors_utils
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
@@ -46,7 +47,7 @@ class Handler:
 
     def execute(self, kind: str, sql_text: str) -> Any:
         try:
-            with quiet_pyspark_error_logs():
+            with nested_call():
                 rows = commands.execute(self.context, sql_text)
         except BaseException as error:
             return self.to_java_error(error, sql_text)
@@ -57,7 +58,7 @@ class Handler:
     ) -> Any:
         name = TableName(table, database)
         try:
-            with quiet_pyspark_error_logs():
+            with nested_call():
                 if phase == "BEFORE":
                     return self.writes.before(name, detail)
                 if phase == "AFTER":
@@ -79,7 +80,7 @@ class Handler:
     ) -> Any:
         name = TableName(table, database)
         try:
-            with quiet_pyspark_error_logs():
+            with nested_call():
                 result = run_row_level_write(
                     self.context.tracking, kind, name, changes, unsupported, tuple(assigned)
                 )
@@ -100,6 +101,13 @@ class Handler:
                 detail=f"{type(error).__name__}: {error}",
             )
         return java_exception(self.spark, error)
+
+
+@contextmanager
+def nested_call() -> Iterator[None]:
+    """How sparkmv runs inside a user's Spark call (the shim calls it back over py4j)."""
+    with quiet_pyspark_error_logs(), without_call_sites():
+        yield
 
 
 PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
@@ -127,6 +135,30 @@ def quiet_pyspark_error_logs() -> Iterator[None]:
     finally:
         for logger, was_disabled in zip(loggers, previous, strict=True):
             logger.disabled = was_disabled
+
+
+@contextmanager
+def without_call_sites() -> Iterator[None]:
+    """Turn PySpark's DataFrame call-site capture off while sparkmv builds and runs its plans.
+
+    PySpark (4.x, classic) wraps every DataFrame and Column method to record its Python call
+    site on the JVM for error contexts (``spark.python.sql.dataFrameDebugging.enabled``): about
+    ten py4j round trips per call, which made up most of an incremental refresh's driver time
+    (a delta plan is built from thousands of such calls). sparkmv's plans are internal: their
+    call sites would mean nothing to the user, whose own statement carries the error context.
+    PySpark reads the setting once per process into a module cache — the one switch there is
+    at run time — which is restored afterwards (other threads' DataFrame calls made meanwhile
+    go without call sites too).
+    """
+    saved = getattr(pyspark_errors_utils, _CALL_SITE_SWITCH, None)
+    setattr(pyspark_errors_utils, _CALL_SITE_SWITCH, False)
+    try:
+        yield
+    finally:
+        setattr(pyspark_errors_utils, _CALL_SITE_SWITCH, saved)
+
+
+_CALL_SITE_SWITCH = "_enable_debugging_cache"  # pyspark.errors.utils.is_debugging_enabled's
 
 
 def java_exception(spark: SparkSession, error: SparkMvError) -> Any:
