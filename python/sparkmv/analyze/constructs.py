@@ -74,6 +74,20 @@ def find_unsupported_expression(expression: exp.Expr) -> str:
     return ""
 
 
+def find_expression_subquery(tree: exp.Expr) -> str:
+    """ "subquery in an expression" when ``tree`` has one (scalar, ``IN`` or ``EXISTS``), found
+    without resolving names: sqlglot's resolution fails on some correlated ones."""
+    for node in tree.find_all(exp.Subquery, exp.Exists):
+        in_expression = node.parent is not None and not isinstance(node.parent, QUERY_POSITIONS)
+        if isinstance(node, exp.Exists) or in_expression:
+            return _construct(node)
+    return ""
+
+
+QUERY_POSITIONS = (exp.From, exp.Join, exp.SetOperation, exp.CTE, exp.Subquery, exp.Lateral)
+"""Where a parenthesized query is a relation, not a value."""
+
+
 def _construct(node: exp.Expr) -> str:
     if isinstance(node, exp.Window):
         return "window function"

@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
+from sparkmv.analyze.constructs import find_expression_subquery
 from sparkmv.analyze.query import ParsedQuery
 from sparkmv.analyze.relational import (
     AGGREGATE_FUNCTIONS,
@@ -91,6 +92,9 @@ def analyze_maintainability(
     except NotMaintainableError as error:
         return not_maintainable(str(error))
     except (SqlglotError, AssertionError) as error:  # qualify asserts on some shapes
+        construct = find_expression_subquery(query.tree)
+        if construct:  # what the user can act on, rather than sqlglot's complaint
+            return not_maintainable(construct)
         first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         return Maintainability(False, f"sqlglot cannot resolve the query ({first_line})")
     grouped = any(isinstance(node, Aggregate) for node in walk(root))
