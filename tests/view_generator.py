@@ -3,12 +3,12 @@
 The class (DESIGN §6, first milestone): selections, bag projections with deterministic
 expressions, inner joins of any number of table occurrences (self-joins; ``JOIN ... ON``,
 comma joins with the condition in WHERE, ``CROSS JOIN``; equi, non-equi and NULL-sensitive
-conditions), ``DISTINCT``, ``UNION ALL``, ``UNION``, derived tables in FROM (themselves of the
-class) and non-recursive ``WITH``. Every generated text is valid Spark SQL: column references
-are resolved against the sources in scope (qualified when a bare name would be ambiguous),
-set-operation branches agree in column count and type kind, output names are distinct
-(or the view lists its own column names), and no expression can fail at run time under
-ANSI mode (no division, no casts of strings to numbers).
+conditions), ``DISTINCT``, ``UNION ALL``, ``UNION``, ``INTERSECT``, ``EXCEPT``, derived tables
+in FROM (themselves of the class) and non-recursive ``WITH``. Every generated text is valid
+Spark SQL: column references are resolved against the sources in scope (qualified when a bare
+name would be ambiguous), set-operation branches agree in column count and type kind, output
+names are distinct (or the view lists its own column names), and no expression can fail at
+run time under ANSI mode (no division, no casts of strings to numbers).
 
 Base tables, over tiny domains so that joins match and duplicates are common::
 
@@ -41,6 +41,8 @@ FEATURES: frozenset[str] = frozenset(
         "distinct",  # SELECT DISTINCT
         "union_all",
         "union",  # UNION (DISTINCT)
+        "intersect",  # INTERSECT (DISTINCT)
+        "except",  # EXCEPT (DISTINCT)
         "derived",  # (subquery) AS d in FROM
         "with",  # WITH w AS (...) (non-recursive)
         "comma_join",  # FROM x, y WHERE <join condition>
@@ -52,6 +54,13 @@ FEATURES: frozenset[str] = frozenset(
         "string_functions",  # upper, concat, substr, ...
     }
 )
+
+SET_OPERATIONS = {
+    "union_all": "UNION ALL",
+    "union": "UNION",
+    "intersect": "INTERSECT",
+    "except": "EXCEPT",
+}
 
 INTS: tuple[int, ...] = (0, 1, 2, 3)
 STRINGS: tuple[str, ...] = ("x", "y", "z")
@@ -459,21 +468,21 @@ class ViewBuilder:
         return Relation(sql, columns)
 
     def set_operation(self, depth: int, unique_names: bool, top: bool) -> Relation:
-        """Two or three branches joined by UNION ALL / UNION (left-associative)."""
+        """Two or three branches joined by set operations (INTERSECT binds tighter)."""
         first = self.block(depth, None, unique_names, top=False)
         shape = [c.kind for c in first.columns]
-        ops = [op for op in ("union_all", "union") if self.has(op)]
+        ops = [op for op in SET_OPERATIONS if self.has(op)]
         sql = first.sql
         branches = 2 if self.leaves >= MAX_LEAVES - 1 else self.draw(st.integers(2, 3))
         for _ in range(branches - 1):
-            op = "UNION ALL" if self.pick(ops) == "union_all" else "UNION"
+            op = SET_OPERATIONS[self.pick(ops)]
             branch = self.block(depth, shape, unique_names=False)
             text = f"({branch.sql})" if self.chance(0.2) else branch.sql
             sql += f" {op} {text}"
         return Relation(sql, first.columns)
 
     def query(self, depth: int, unique_names: bool, top: bool = False) -> Relation:
-        can_union = (self.has("union") or self.has("union_all")) and self.leaves < MAX_LEAVES - 1
+        can_union = any(map(self.has, SET_OPERATIONS)) and self.leaves < MAX_LEAVES - 1
         if can_union and self.chance(0.25 if depth == 0 else 0.15):
             return self.set_operation(depth, unique_names, top)
         return self.block(depth, None, unique_names, top)

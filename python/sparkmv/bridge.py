@@ -143,8 +143,8 @@ def without_call_sites() -> Iterator[None]:
 
     PySpark (4.x, classic) wraps every DataFrame and Column method to record its Python call
     site on the JVM for error contexts (``spark.python.sql.dataFrameDebugging.enabled``): about
-    ten py4j round trips per call, which made up most of an incremental refresh's driver time
-    (a delta plan is built from thousands of such calls). sparkmv's plans are internal: their
+    ten py4j round trips per call, half of an incremental refresh's round trips (a delta plan
+    is built from thousands of such calls). sparkmv's plans are internal: their
     call sites would mean nothing to the user, whose own statement carries the error context.
     PySpark reads the setting once per process into a module cache — the one switch there is
     at run time — which is restored afterwards (other threads' DataFrame calls made meanwhile

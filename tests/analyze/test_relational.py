@@ -103,8 +103,8 @@ def test_self_join_scans_get_distinct_names() -> None:
         ("SELECT a, uuid() FROM r", "UUID"),
         ("SELECT a, current_timestamp() FROM r", "CURRENT_TIMESTAMP"),
         ("SELECT * FROM r LEFT JOIN s ON r.b = s.b", "LEFT JOIN"),
-        ("SELECT a FROM r EXCEPT SELECT b FROM s", "EXCEPT"),
-        ("SELECT a FROM r INTERSECT SELECT b FROM s", "INTERSECT"),
+        ("SELECT a FROM r EXCEPT ALL SELECT b FROM s", "EXCEPT ALL"),
+        ("SELECT a FROM r INTERSECT ALL SELECT b FROM s", "INTERSECT ALL"),
         ("SELECT a FROM r WHERE b IN (SELECT b FROM s)", "subquery"),
         ("SELECT a, row_number() OVER (ORDER BY a) FROM r", "window"),
         ("SELECT explode(array(a)) FROM r", "generator"),
@@ -173,3 +173,28 @@ def test_a_subquery_in_having_is_named_as_such() -> None:
             "SELECT a, sum(b) AS s FROM r GROUP BY a"
             " HAVING sum(b) > (SELECT sum(b) FROM r WHERE a > 0)"
         )
+
+
+@pytest.mark.parametrize(
+    ("query", "comparison"),
+    [
+        ("SELECT a FROM r EXCEPT SELECT b FROM s", "="),
+        ("SELECT a FROM r INTERSECT SELECT b FROM s", ">"),
+    ],
+)
+def test_a_set_comparison_is_an_aggregate_of_two_counters(query: str, comparison: str) -> None:
+    """Each input's rows tagged, counted per distinct row, and compared (``_set_comparison``)."""
+    root, names = build(query)
+    tagged = "Project(Project(Scan(db.{})))"
+    union = f"UnionAll({tagged.format('r')}, {tagged.format('s')})"
+    assert shape(root) == f"Project(Filter(Aggregate({union})))"
+    assert names == ["a"]
+    assert isinstance(root, Project) and isinstance(root.child, Filter)
+    aggregate = root.child.child
+    assert isinstance(aggregate, Aggregate)
+    assert [call.sql() for call in aggregate.calls] == [
+        f"sum(`{tag}`)" for tag in aggregate.child.outputs[-2:]
+    ]
+    in_left, in_right = aggregate.call_outputs
+    predicate = root.child.predicate.sql(dialect="spark")
+    assert predicate == f"`{in_left}` > 0 AND `{in_right}` {comparison} 0"

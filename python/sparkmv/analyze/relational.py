@@ -1,14 +1,16 @@
 """The view's query as relational operators: the IR the delta rules work on.
 
 A query of the maintainable class (DESIGN §6; Blakeley §5's ``π_X(σ_C(R_1 × … × R_p))``
-blocks, combined with ``UNION ALL``, ``UNION`` and ``DISTINCT``) becomes a tree of
+blocks, combined with ``UNION ALL``, ``UNION``, ``INTERSECT``, ``EXCEPT`` and ``DISTINCT``)
+becomes a tree of
 
 - ``Scan``: one occurrence of a base table (a self-join has two);
 - ``Join``: the cross product of its inputs restricted by the ``ON`` conditions (inner joins
   only; comma and ``CROSS JOIN`` are joins without a condition);
 - ``Filter`` (``WHERE``), ``Project`` (the select list, bag semantics);
 - ``Distinct`` (``SELECT DISTINCT``, and ``UNION`` as ``Distinct(UnionAll)``);
-- ``UnionAll``;
+- ``UnionAll`` (and ``INTERSECT``/``EXCEPT`` as an ``Aggregate`` of per-row counters of the
+  two inputs over their ``UnionAll``, ``RelationalBuilder._set_comparison``);
 - ``Aggregate`` (``GROUP BY`` and aggregate functions: ``COUNT``, ``SUM``, ``AVG``, ``MIN``,
   ``MAX``, also ``DISTINCT``), with ``HAVING`` as a ``Filter`` and the select list as a
   ``Project`` above it.
@@ -241,10 +243,8 @@ class RelationalBuilder:
             return self._query(tree.this, ctes)
         if isinstance(tree, exp.Union):
             return self._union(tree, ctes)
-        if isinstance(tree, exp.Intersect):
-            raise NotMaintainableError("INTERSECT")
-        if isinstance(tree, exp.Except):
-            raise NotMaintainableError("EXCEPT")
+        if isinstance(tree, (exp.Intersect, exp.Except)):
+            return self._set_comparison(tree, ctes)
         if isinstance(tree, exp.Select):
             return self._select(tree, ctes)
         raise NotMaintainableError(f"{type(tree).__name__.upper()} as a query")
@@ -261,17 +261,70 @@ class RelationalBuilder:
         return scoped
 
     def _union(self, tree: exp.Union, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
+        (left, right), names = self._operands(tree, ctes)
+        union: Node = UnionAll((left, right), tuple(self._fresh() for _ in left.outputs))
+        if tree.args.get("distinct"):
+            union = Distinct(union)
+        return union, names
+
+    def _operands(
+        self, tree: exp.SetOperation, ctes: dict[str, exp.Expr]
+    ) -> tuple[tuple[Node, Node], list[str]]:
+        """The two inputs of a set operation, and its column names (the left input's)."""
+        operation = type(tree).__name__.upper()
         for clause in ("limit", "offset"):
             if tree.args.get(clause):
                 raise NotMaintainableError("LIMIT / OFFSET")
         left, names = self._query(tree.this, ctes)
         right, _ = self._query(tree.expression, ctes)
         if len(left.outputs) != len(right.outputs):
-            raise NotMaintainableError("UNION of inputs with different column counts")
-        union: Node = UnionAll((left, right), tuple(self._fresh() for _ in left.outputs))
-        if tree.args.get("distinct"):
-            union = Distinct(union)
-        return union, names
+            raise NotMaintainableError(f"{operation} of inputs with different column counts")
+        return (left, right), names
+
+    def _set_comparison(
+        self, tree: exp.Intersect | exp.Except, ctes: dict[str, exp.Expr]
+    ) -> tuple[Node, list[str]]:
+        """``A INTERSECT B`` and ``A EXCEPT B`` (set semantics) as an aggregate: with each row
+        of ``A`` tagged ``(1, 0)`` and each of ``B`` ``(0, 1)``,
+        ``π_X σ_{n_A > 0 ∧ n_B ⋈ 0} γ_{X; n_A = Σ tag_A, n_B = Σ tag_B}(A' ⊎ B')`` where ``⋈`` is
+        ``>`` for INTERSECT and ``=`` for EXCEPT: the per-row counters of the two inputs (as
+        Blakeley §5.1's multiplicity counter for DISTINCT), maintained like any ``SUM``.
+        Grouping compares NULLs as equal, as the set operations do. The ``ALL`` forms keep
+        ``min``/``max(n_A − n_B, 0)`` copies of a row, which no group state can emit."""
+        operation = type(tree).__name__.upper()
+        if not tree.args.get("distinct"):
+            raise NotMaintainableError(f"{operation} ALL")
+        (left, right), names = self._operands(tree, ctes)
+        columns = tuple(self._fresh() for _ in left.outputs)
+        tags = (self._fresh(), self._fresh())
+        tagged = (self._tagged(left, (1, 0)), self._tagged(right, (0, 1)))
+        key_outputs = tuple(self._fresh() for _ in columns)
+        counts = (self._fresh(), self._fresh())
+        aggregate = Aggregate(
+            UnionAll(tagged, (*columns, *tags)),
+            tuple(exp.column(c, quoted=True) for c in columns),
+            key_outputs,
+            tuple(AggregateCall("sum", exp.column(tag, quoted=True)) for tag in tags),
+            counts,
+        )
+        in_left, in_right = (exp.column(count, quoted=True) for count in counts)
+        zero = exp.Literal.number(0)
+        right_test = exp.GT if isinstance(tree, exp.Intersect) else exp.EQ
+        predicate = exp.and_(
+            exp.GT(this=in_left, expression=zero), right_test(this=in_right, expression=zero)
+        )
+        node = Project(
+            Filter(aggregate, predicate),
+            tuple(exp.column(key, quoted=True) for key in key_outputs),
+            tuple(self._fresh() for _ in key_outputs),
+        )
+        return node, names
+
+    def _tagged(self, node: Node, tags: tuple[int, ...]) -> Project:
+        """``node``'s rows with the constant columns ``tags`` appended."""
+        columns = [exp.column(output, quoted=True) for output in node.outputs]
+        expressions = (*columns, *(exp.Literal.number(tag) for tag in tags))
+        return Project(node, expressions, tuple(self._fresh() for _ in expressions))
 
     def _select(self, select: exp.Select, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
         clause = unsupported_select_clause(select)
