@@ -22,6 +22,7 @@ from sparkmv.parse.statements import (
     RefreshStatement,
     ShowStatement,
 )
+from sparkmv.plan.aggregate_view import aggregate_view
 from sparkmv.plan.refresh_plan import FULL
 from sparkmv.plan.view_delta import delta_terms, filters_enabled, stored_change
 
@@ -88,7 +89,8 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         + (", one row per group" if view.layout.grouped else "")
         + "); link the others into a new snapshot, then switch the view to it."
     )
-    if view.layout.grouped:
+    grouped = aggregate_view(maintained.root)
+    if grouped is not None and any(c.function in ("min", "max") for c in grouped.aggregate.calls):
         lines.append(
             "Groups whose MIN/MAX may have been deleted are recomputed from the query's input"
             " restricted to them."
