@@ -290,7 +290,8 @@ class RelationalBuilder:
         ``>`` for INTERSECT and ``=`` for EXCEPT: the per-row counters of the two inputs (as
         Blakeley §5.1's multiplicity counter for DISTINCT), maintained like any ``SUM``.
         Grouping compares NULLs as equal, as the set operations do. The ``ALL`` forms keep
-        ``min``/``max(n_A − n_B, 0)`` copies of a row, which no group state can emit."""
+        ``min(n_A, n_B)`` or ``max(n_A − n_B, 0)`` copies of a row, which one row per group
+        cannot hold."""
         operation = type(tree).__name__.upper()
         if not tree.args.get("distinct"):
             raise NotMaintainableError(f"{operation} ALL")
