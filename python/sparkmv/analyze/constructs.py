@@ -75,8 +75,9 @@ def find_unsupported_expression(expression: exp.Expr) -> str:
 
 
 def find_expression_subquery(tree: exp.Expr) -> str:
-    """ "subquery in an expression" when ``tree`` has one (scalar, ``IN`` or ``EXISTS``), found
-    without resolving names: sqlglot's resolution fails on some correlated ones."""
+    """The construct "subquery in an expression" when ``tree`` has one (scalar, ``IN`` or
+    ``EXISTS``), found without resolving names: sqlglot's resolution fails on some correlated
+    ones."""
     for node in tree.find_all(exp.Subquery, exp.Exists):
         in_expression = node.parent is not None and not isinstance(node.parent, QUERY_POSITIONS)
         if isinstance(node, exp.Exists) or in_expression:
