@@ -18,9 +18,28 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import sparkmv
 from pyspark.sql import SparkSession
 
 LISTENER_WAIT_MS = 10_000  # job events reach the status store through Spark's listener bus
+
+
+def bench_session(warehouse: str) -> SparkSession:
+    """The one local session a benchmark run uses (2 cores: 2 shuffle partitions)."""
+    return sparkmv.session(
+        warehouse,
+        **{
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.driver.memory": "4g",
+        },
+    )
+
+
+def print_header(header: str) -> None:
+    """A table's column header, underlined."""
+    print(header)
+    print("-" * len(header))
 
 
 def seconds(action: Callable[[], object]) -> float:

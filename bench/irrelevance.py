@@ -56,8 +56,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-import sparkmv
-from common import Timed, mismatch, refresh
+from common import Timed, bench_session, mismatch, print_header, refresh
 from pyspark.sql import SparkSession
 
 FILES = 12
@@ -228,8 +227,7 @@ def report(result: Result) -> None:
         f"{'seconds':>8} {'in jobs':>8} {'jobs':>5}  {'mode':<11} {'Δview':>13} check"
     )
     print()
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     for name, phase in result.phases.items():
         for label in VIEWS:
             for case in CASES:
@@ -274,14 +272,7 @@ def main() -> None:
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as warehouse:
-        spark = sparkmv.session(
-            warehouse,
-            **{
-                "spark.sql.shuffle.partitions": "2",
-                "spark.default.parallelism": "2",
-                "spark.driver.memory": "4g",
-            },
-        )
+        spark = bench_session(warehouse)
         # warm-up: JIT, codegen, metastore connections; not printed
         run(spark, Result(*WARM_UP, 1), "bench_irrelevance_warm_up")
         result = run(spark, Result(fact_rows, delta_rows, rounds), "bench_irrelevance")

@@ -37,8 +37,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-import sparkmv
-from common import Timed, last_job_id, mismatch, refresh, seconds
+from common import Timed, bench_session, last_job_id, mismatch, print_header, refresh, seconds
 from pyspark.sql import SparkSession
 
 FILES = 12
@@ -161,8 +160,7 @@ def report(results: list[SizeResult], rounds: int) -> None:
         f"{'view':<18} {'fact rows':>11} {'full s':>8} {'incr s':>8} {'ratio':>7}  "
         f"{'AUTO mode':<12} {'FULL mode':<9} {'AUTO Δview':>13} {'FULL Δview':>17} check"
     )
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     for label in VIEWS:
         for result in results:
             full, incremental = result.full[label], result.incremental[label]
@@ -221,14 +219,7 @@ def main() -> None:
     rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as warehouse:
-        spark = sparkmv.session(
-            warehouse,
-            **{
-                "spark.sql.shuffle.partitions": "2",
-                "spark.default.parallelism": "2",
-                "spark.driver.memory": "4g",
-            },
-        )
+        spark = bench_session(warehouse)
         # warm-up: JIT, codegen, metastore connections; not printed
         run_size(spark, WARM_UP_ROWS, 1, "bench_refresh_warm_up")
         results = [

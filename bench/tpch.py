@@ -52,9 +52,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
-import sparkmv
 import sqlglot
-from common import Py4jCalls, Timed, mismatch, refresh
+from common import Py4jCalls, Timed, bench_session, mismatch, print_header, refresh
 from duckdb_extensions import extension_importer
 from pyspark.sql import Row, SparkSession
 
@@ -331,8 +330,7 @@ def report(results: list[SfResult], queries: list[Query], rounds: int) -> None:
         f"{'query':<6} {'SF':>5} {'full s':>8} {'incr s':>8} {'ratio':>7}  {'AUTO mode':<12} "
         f"{'jobs incr':>9} {'jobs full':>9} {'Δview':>13}  check"
     )
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     for query in queries:
         for result in results:
             full, incremental = result.full[query.number], result.incremental[query.number]
@@ -370,8 +368,7 @@ def report(results: list[SfResult], queries: list[Query], rounds: int) -> None:
         f"{'query':<6} {'SF':>5} {'incr s':>8} {'jobs':>5} {'in jobs':>8} {'driver':>8} "
         f"{'py4j':>7}  {'no change s':>11} {'jobs':>5} {'py4j':>6}"
     )
-    print(header)
-    print("-" * len(header))
+    print_header(header)
     for query in queries:
         for result in results:
             if query.number not in result.maintained:
@@ -432,14 +429,7 @@ def main() -> None:
     for sf in dict.fromkeys([WARM_UP_SF, *sfs]):  # before Spark starts: DuckDB is closed
         data[sf], generated[sf] = generate(sf)
     with tempfile.TemporaryDirectory() as warehouse:
-        spark = sparkmv.session(
-            warehouse,
-            **{
-                "spark.sql.shuffle.partitions": "2",
-                "spark.default.parallelism": "2",
-                "spark.driver.memory": "4g",
-            },
-        )
+        spark = bench_session(warehouse)
         # warm-up: JIT, codegen, metastore connections; not printed
         calls = Py4jCalls(spark)
         run_sf(spark, calls, WARM_UP_SF, data[WARM_UP_SF], queries, 1, "bench_tpch_warm_up")

@@ -69,6 +69,8 @@ Command line (each process its own temporary warehouse and JVM)::
     python tests/sqllogictest/runner.py --sample 50 --seed 7 --json out.json
     python tests/sqllogictest/runner.py --processes 2        # --shard i/2 each, merged counts
     python tests/sqllogictest/runner.py --merge a.json b.json
+    python tests/sqllogictest/runner.py --files select4 --shard 1/4 --record ledger/s4-1.json
+    python tests/sqllogictest/runner.py --ledger tests/sqllogictest/ledger   # recorded parts merged
     (also --shard i/n, --max-tables N, --chunk N, --warehouse DIR, --cleanup, --engine-logs)
 
 ``--sample`` picks N records at random over all selected files; ``--limit`` the first N of
@@ -955,12 +957,17 @@ class Summary:
         self.counts["views-with-incremental"] += outcome.incremental > 0
         self.files[outcome.file] = self.files.get(outcome.file, 0) + 1
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, compact: bool = False) -> dict[str, Any]:
+        """The summary as JSON; ``compact``: only the outcomes that are not view-correct
+        (the counts stay whole, so merged counts are exact)."""
+        outcomes = self.outcomes
+        if compact:
+            outcomes = [o for o in outcomes if o.view != "correct" or o.plain != "correct"]
         return {
             "counts": dict(self.counts),
             "timings": dict(self.timings),
             "files": self.files,
-            "outcomes": [asdict(o) for o in self.outcomes],
+            "outcomes": [asdict(o) for o in outcomes],
         }
 
     @staticmethod
@@ -1165,6 +1172,18 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="views per database")
     parser.add_argument("--json", type=Path, default=None, help="write the summary here")
     parser.add_argument("--merge", type=Path, nargs="+", default=None, help="merge JSON files")
+    parser.add_argument(
+        "--record",
+        type=Path,
+        default=None,
+        help="write a compact summary with the commit it ran on (a part of the ledger)",
+    )
+    parser.add_argument(
+        "--ledger",
+        type=Path,
+        default=None,
+        help="merge the recorded parts in this directory and report the coverage",
+    )
     parser.add_argument("--warehouse", type=Path, default=None, help="kept after the run")
     parser.add_argument("--cleanup", action="store_true", help="drop views after each chunk")
     parser.add_argument(
@@ -1175,8 +1194,11 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
+    started = provenance(argv)
     if not args.engine_logs:  # the runner reports every failure itself, once
         logging.getLogger("sparkmv").setLevel(logging.CRITICAL)
+    if args.ledger is not None:
+        return print_ledger(args.ledger, args.dir)
     if args.merge:
         summary = Summary()
         for path in args.merge:
@@ -1197,7 +1219,62 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = _run_session(args, selection)
     if args.json is not None:
         args.json.write_text(json.dumps(summary.to_json(), indent=1))
+    if args.record is not None:
+        record_part(summary, args.record, started)
     print(summary.report(), flush=True)
+    return 1 if summary.failures() else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The ledger: a full run of select1-5 takes hours, more than one sitting; it is run in parts
+# (``--files f --shard i/n --record ledger/f-i-of-n.json``) and the parts are merged.
+
+
+def provenance(argv: Sequence[str] | None) -> dict[str, object]:
+    """What a run is a run of: the command, and the commit of the code it started with."""
+    return {
+        "command": " ".join(["runner.py", *(sys.argv[1:] if argv is None else argv)]),
+        "commit": _git("rev-parse", "HEAD"),
+        "uncommitted_python_changes": bool(_git("status", "--porcelain", "--", "python")),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+    }
+
+
+def record_part(summary: Summary, path: Path, started: dict[str, object]) -> None:
+    """Write ``summary`` compactly with its ``provenance`` (taken when the run started)."""
+    data = summary.to_json(compact=True)
+    data["provenance"] = {**started, "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+def _git(*arguments: str) -> str:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(REPO), *arguments], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def print_ledger(directory: Path, corpus: Path | None) -> int:
+    """Merge the recorded parts in ``directory``; report them and what is not yet covered.
+    Exit code 1 when a recorded view is wrong or failed."""
+    summary = Summary()
+    parts = sorted(directory.glob("*.json"))
+    for path in parts:
+        data = json.loads(path.read_text())
+        summary.merge(Summary.from_json(data))
+        made = data.get("provenance", {})
+        print(
+            f"part {path.name}: {sum(data['files'].values())} queries, "
+            f"commit {str(made.get('commit', '?'))[:10]}, {made.get('finished', '?')}"
+        )
+    print(summary.report())
+    corpus = corpus or corpus_dir()
+    for name in FILES:
+        total = sum(len(g.queries) for g in replay(parse_script(corpus / f"{name}.test")).groups)
+        print(f"SLT covered {name} {summary.files.get(name, 0)} of {total}")
     return 1 if summary.failures() else 0
 
 

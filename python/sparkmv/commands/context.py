@@ -8,8 +8,9 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking
-from sparkmv.catalog.views import ViewCatalog
+from sparkmv.catalog.views import CatalogEntry, ViewCatalog
 from sparkmv.parse.statements import TableName
 
 Rows = list[tuple[Any, ...]]
@@ -59,22 +60,40 @@ class CommandContext:
         return BaseTable(qualified, state.log, state.log.current_version(), files, problem)
 
     def compact_logs(self, base_tables: tuple[str, ...]) -> None:
-        """Retention: drop the log versions every dependent view has consumed."""
+        """Retention: drop the log versions every dependent view has consumed.
+
+        The log can only shrink when no dependent still stands at its earliest retained
+        version, so the dependents are read until the first one that does: when many views
+        over one table are refreshed in turn, each refresh but the last stops early (the
+        lookups per refresh stay about constant instead of growing with the dependents).
+        """
         for qualified in base_tables:
             table = TableName.parse_qualified(qualified)
             entry = self.catalog.entry(table)
             log = self.tracking.state_of(table, entry).log
             if log is None:
                 continue
-            versions = []
-            for dependent in self.tracking.dependents(entry):
-                view = self.catalog.find(dependent)
-                if view is None:
-                    continue  # dropped without stopping tracking: it reads nothing any more
-                position = view.consumed_versions.get(qualified)
-                versions.append(position.version if position and position.log == log.root else 0)
-            if versions:
-                log.compact(min(versions))
+            through = self._consumed_by_all(qualified, log, entry)
+            if through is not None:
+                log.compact(through)
+
+    def _consumed_by_all(
+        self, qualified: str, log: ChangeLog, entry: CatalogEntry | None
+    ) -> int | None:
+        """The newest version of ``log`` every dependent of ``qualified`` has consumed, or
+        None when that is not past the log's earliest retained version (nothing to drop)."""
+        earliest = log.earliest_readable()
+        through: int | None = None
+        for dependent in self.tracking.dependents(entry):
+            view = self.catalog.find(dependent)
+            if view is None:
+                continue  # dropped without stopping tracking: it reads nothing any more
+            position = view.consumed_versions.get(qualified)
+            version = position.version if position and position.log == log.root else 0
+            if version <= earliest:
+                return None
+            through = version if through is None else min(through, version)
+        return through
 
     def stop_tracking(self, view: TableName, base_tables: tuple[str, ...]) -> None:
         for qualified in base_tables:

@@ -1,0 +1,84 @@
+"""The join rule's order: from the changed input along the condition, never a needless cross.
+
+Pure sqlglot, no Spark: ``join_order`` only reads the IR's column names.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import sqlglot
+from hypothesis import given
+from hypothesis import strategies as st
+from sparkmv.analyze.relational import Join, Scan
+from sparkmv.delta.join import conjuncts_of, join_order
+
+
+def chain(count: int, condition: str) -> Join:
+    """Inputs ``t0 … t{count-1}``, input ``i`` with the columns ``a{i}`` and ``b{i}``."""
+    inputs = tuple(
+        Scan(f"db.t{i}", (f"a{i}", f"b{i}"), (f"a{i}", f"b{i}"), f"t{i}") for i in range(count)
+    )
+    return Join(inputs, sqlglot.parse_one(condition) if condition else None)
+
+
+def test_a_from_list_in_an_unlucky_order_is_joined_along_its_condition() -> None:
+    # t0 - t2 - t1 - t3: in FROM order t1 would be crossed with t0
+    node = chain(4, "b0 = a2 AND b2 = a1 AND (b1 = a3) AND a0 = 6")
+    order, attached = join_order(node, start=0)
+    assert order == [0, 2, 1, 3]
+    assert [[c.sql() for c in step] for step in attached] == [
+        ["a0 = 6"],  # a filter on the first input
+        ["b0 = a2"],
+        ["b2 = a1"],
+        ["b1 = a3"],
+    ]
+
+
+def test_a_delta_term_starts_at_its_changed_input() -> None:
+    node = chain(3, "b0 = a1 AND b1 = a2")
+    assert join_order(node, start=2)[0] == [2, 1, 0]
+
+
+def test_inputs_no_conjunct_connects_are_crossed_last_in_their_order() -> None:
+    node = chain(4, "b0 = a3 AND 1 = 1")
+    order, attached = join_order(node, start=0)
+    assert order == [0, 3, 1, 2]
+    assert [c.sql() for c in attached[0]] == ["1 = 1"]  # reads no input: filters the first
+    assert attached[2] == attached[3] == []
+
+
+def test_a_single_input_keeps_its_conjuncts() -> None:
+    order, attached = join_order(chain(1, "a0 = b0"), start=0)
+    assert order == [0]
+    assert [c.sql() for c in attached[0]] == ["a0 = b0"]
+
+
+@given(
+    count=st.integers(min_value=1, max_value=6),
+    pairs=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=8),
+    start=st.integers(0, 5),
+)
+def test_every_input_is_joined_once_and_every_conjunct_attached_once(
+    count: int, pairs: list[tuple[int, int]], start: int
+) -> None:
+    start %= count
+    condition = " AND ".join(f"b{i % count} = a{j % count}" for i, j in pairs)
+    node = chain(count, condition)
+    order, attached = join_order(node, start)
+    assert sorted(order) == list(range(count)) and order[0] == start
+    assert len(attached) == count
+    placed = [c for step in attached for c in step]
+    assert sorted(c.sql() for c in placed) == sorted(c.sql() for c in conjuncts_of(node.condition))
+    for step, conjuncts in enumerate(attached):  # each attached where its inputs are joined
+        joined = {f"t{i}" for i in order[: step + 1]}
+        for conjunct in conjuncts:
+            tables = {f"t{column.name[1:]}" for column in conjunct.find_all(sqlglot.exp.Column)}
+            assert tables <= joined
+            assert step == 0 or not tables <= {f"t{i}" for i in order[:step]}  # not earlier
+
+
+def test_conjuncts_are_flattened_through_parentheses() -> None:
+    condition = sqlglot.parse_one("a AND (b AND (c OR d)) AND ((e))")
+    assert [c.sql() for c in conjuncts_of(condition)] == ["a", "b", "c OR d", "e"]
+    assert list(itertools.chain(conjuncts_of(None))) == []
