@@ -9,10 +9,12 @@ fail.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import sqlite3
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from conftest import FULL_RUN
@@ -30,6 +32,9 @@ from runner import (
     judge_view,
     load_plan,
     parse_script,
+    print_ledger,
+    provenance,
+    record_part,
     result_values,
     run,
 )
@@ -113,3 +118,27 @@ def test_a_view_that_differs_from_its_query_is_wrong() -> None:
     outcome.plain = "wrong"  # a dialect difference: the view only has to match the query
     assert judge_view(query, outcome, [(5, None)], [(5, None)]) == "correct"
     assert judge_view(query, outcome, [(5, None)], [(5, 0.0)]) == "wrong"
+
+
+def test_recorded_parts_merge_into_the_ledger(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A part keeps every count but only the outcomes worth reading; the ledger adds the
+    parts up, says what each ran on and what is not covered, and fails on a wrong view."""
+    ledger = tmp_path / "ledger"
+    for number, view in ((1, "correct"), (2, "wrong")):
+        summary = Summary()
+        for line in (10 * number, 10 * number + 1):
+            outcome = Outcome("select1", line, "rowsort", "SELECT 1", plain="correct")
+            outcome.view = view if line % 10 == 0 else "correct"
+            summary.add(outcome)
+        record_part(summary, ledger / f"part{number}.json", provenance(["--files", "select1"]))
+    part = json.loads((ledger / "part2.json").read_text())
+    assert part["counts"]["queries"] == 2 and len(part["outcomes"]) == 1  # the wrong one
+    assert part["provenance"]["command"] == "runner.py --files select1"
+
+    assert print_ledger(ledger, corpus_dir()) == 1
+    printed = capsys.readouterr().out
+    assert "SLT queries 4" in printed and "SLT view-wrong 1" in printed
+    assert "SLT covered select1 4 of 1000" in printed
+    assert "part part1.json: 2 queries" in printed
