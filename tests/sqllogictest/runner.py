@@ -958,8 +958,8 @@ class Summary:
         self.files[outcome.file] = self.files.get(outcome.file, 0) + 1
 
     def to_json(self, compact: bool = False) -> dict[str, Any]:
-        """The summary as JSON; ``compact``: only the outcomes that are not view-correct
-        (the counts stay whole, so merged counts are exact)."""
+        """The summary as JSON; ``compact``: only the outcomes worth reading, those whose
+        view or plain query was not correct (the counts stay whole: merged counts are exact)."""
         outcomes = self.outcomes
         if compact:
             outcomes = [o for o in outcomes if o.view != "correct" or o.plain != "correct"]
@@ -1274,7 +1274,9 @@ def print_ledger(directory: Path, corpus: Path | None) -> int:
     corpus = corpus or corpus_dir()
     for name in FILES:
         total = sum(len(g.queries) for g in replay(parse_script(corpus / f"{name}.test")).groups)
-        print(f"SLT covered {name} {summary.files.get(name, 0)} of {total}")
+        covered = summary.files.get(name, 0)
+        overlap = " (more than the file holds: parts overlap)" if covered > total else ""
+        print(f"SLT covered {name} {covered} of {total}{overlap}")
     return 1 if summary.failures() else 0
 
 
