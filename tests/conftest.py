@@ -11,7 +11,8 @@ import os
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
@@ -68,6 +69,18 @@ def db(spark: SparkSession) -> Iterator[str]:
         spark.sql(f"DROP MATERIALIZED VIEW {name}.{view.viewName}")
     spark.sql("USE default")
     spark.sql(f"DROP DATABASE {name} CASCADE")
+
+
+@contextmanager
+def session_confs(spark: SparkSession, confs: Mapping[str, str]) -> Iterator[None]:
+    """``confs`` set in the session for the block, unset afterwards."""
+    for key, value in confs.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in confs:
+            spark.conf.unset(key)
 
 
 def multiset(frame: DataFrame) -> Counter[tuple[object, ...]]:

@@ -7,7 +7,7 @@ import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-from conftest import assert_view_matches_query
+from conftest import assert_view_matches_query, session_confs
 from hypothesis import Phase, note
 from pyspark.sql import SparkSession
 from view_generator import Scenario, Step
@@ -53,7 +53,7 @@ def check_scenario(spark: SparkSession, db: str, scenario: Scenario, incremental
     """The oracle over a whole scenario: the view equals its query after CREATE and after
     every refresh, and (``incremental``) every refresh is incremental."""
     note(scenario.script())
-    with example_database(spark, db):
+    with example_database(spark, db), session_confs(spark, scenario.storage):
         for statement in scenario.setup:
             spark.sql(statement)
         spark.sql(scenario.view.create("v"))

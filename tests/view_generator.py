@@ -30,6 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from hypothesis import strategies as st
+from sparkmv.config import (
+    STORAGE_BUCKETS_CONF,
+    STORAGE_MAX_MASKED_SHARE_CONF,
+    STORAGE_PATCH_MIN_ROWS_CONF,
+)
 
 T = TypeVar("T")
 Kind = Literal["int", "str"]
@@ -698,10 +703,12 @@ class Scenario:
     setup: list[str]  # CREATE TABLE r, s, t
     view: View
     steps: list[Step] = field(default_factory=list)
+    storage: dict[str, str] = field(default_factory=dict)  # session confs of the view's storage
 
     def script(self, name: str = "v") -> str:
         """The whole scenario as a SQL script (printed on failure: it reproduces the case)."""
-        lines = [s + ";" for s in self.setup]
+        lines = [f"SET {key} = {value};" for key, value in self.storage.items()]
+        lines += [s + ";" for s in self.setup]
         lines.append(self.view.create(name) + ";")
         for step in self.steps:
             lines += [w + ";" for w in step.writes]
@@ -720,4 +727,16 @@ def scenarios(draw: Draw, view: st.SearchStrategy[View] | None = None) -> Scenar
         Step(draw(batches(read)), draw(st.integers(0, 99)) >= 80)
         for _ in range(draw(st.integers(1, 3)))
     ]
-    return Scenario(setup, chosen, steps)
+    return Scenario(setup, chosen, steps, draw(storage_confs()))
+
+
+@st.composite
+def storage_confs(draw: Draw) -> dict[str, str]:
+    """How the view is stored: 1-4 buckets, and half the time every touched bucket patched
+    (merge-on-read; views this small are otherwise rewritten), its mask compacted at the
+    default share or never."""
+    confs = {STORAGE_BUCKETS_CONF: str(draw(st.integers(1, 4)))}
+    if draw(st.booleans()):
+        confs[STORAGE_PATCH_MIN_ROWS_CONF] = "0"
+        confs[STORAGE_MAX_MASKED_SHARE_CONF] = draw(st.sampled_from(["1", "0.25"]))
+    return confs

@@ -37,3 +37,14 @@ IRRELEVANCE_FILTERS_CONF = "spark.sparkmv.irrelevanceFilters.enabled"
 STORAGE_BUCKETS_CONF = "spark.sparkmv.storage.buckets"
 """Session conf: hash buckets of an incrementally maintained view's storage, set at each full
 refresh (unset or 0: sized from the base tables' bytes)."""
+
+STORAGE_PATCH_MIN_ROWS_CONF = "spark.sparkmv.storage.patchMinRows"
+"""Session conf: an incremental refresh patches the buckets it touches (appends the merged
+rows, masks the ones they replace) when those buckets hold at least this many of the view's
+rows, and rewrites them whole otherwise (unset: ``apply/incremental.py``'s default; 0: always
+patch)."""
+
+STORAGE_MAX_MASKED_SHARE_CONF = "spark.sparkmv.storage.maxMaskedShare"
+"""Session conf: a patched bucket is rewritten whole (compacted) once its mask would hide more
+than this share of its stored rows (unset: ``apply/incremental.py``'s default; 1: never, for
+that reason)."""

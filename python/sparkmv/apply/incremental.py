@@ -1,13 +1,24 @@
 """Apply a view's change ΔV to its bucketed storage, touching only the buckets it hits.
 
 Order, each step safe to crash after (as for a full refresh, ``materialize.py``):
-1. compute ΔV once (persisted) and the buckets its rows fall into; write each touched
-   bucket anew, merged by the layout's ``Merge``: for rows (``row_merge``) its stored rows
-   (as a Z-set: weight 1 per copy, or the stored counter) plus ΔV's rows for it,
-   consolidated, a row whose multiplicity reaches zero dropped; for an aggregate view's
-   groups, their state plus the change's (``apply/aggregate.py``);
-2. hard-link every untouched bucket's files into the new snapshot (no bytes copied);
-3. the caller commits the catalog view to the new snapshot (one metastore call).
+1. compute ΔV once (persisted) and the buckets its rows fall into;
+2. find the stored rows ΔV merges into: in each touched bucket, the rows equal to a row of
+   ΔV on ``Merge.key_columns`` (a row's value, a group's keys), read without the rows the
+   snapshot's mask already hides;
+3. write, into the new snapshot, the merge of those rows with ΔV (``Merge.rewrite``): for
+   rows (``row_merge``) the stored rows (as a Z-set: weight 1 per copy, or the stored
+   counter) plus ΔV's, consolidated, a row whose multiplicity reaches zero dropped; for an
+   aggregate view's groups, their state plus the change's (``apply/aggregate.py``);
+4. hard-link the files of every bucket into the new snapshot, and write its mask: the old
+   mask plus the positions of the rows merged in step 3 (they were replaced);
+5. the caller commits the catalog view to the new snapshot (one metastore call).
+
+So a refresh writes about |ΔV| rows, not the touched buckets (merge-on-read). A touched bucket
+is *compacted* instead — rewritten whole from its live rows merged with ΔV, its mask dropped —
+when its mask would exceed ``STORAGE_MAX_MASKED_SHARE_CONF`` of its stored rows or it holds
+``MAX_FILES_PER_BUCKET`` files; and every touched bucket is rewritten whole while they hold
+fewer than ``STORAGE_PATCH_MIN_ROWS_CONF`` rows (a small view is cheaper rewritten than
+patched: patching costs a few more Spark jobs).
 
 Readers keep reading the previous snapshot until the commit; its files are never changed.
 A multiplicity that would go negative means ΔV does not fit the stored view (a bug, or a
@@ -18,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -27,24 +39,38 @@ from pyspark.sql import types as T
 from sparkmv import fs
 from sparkmv.apply.snapshot import (
     BUCKET_COLUMN,
+    MASK_SCHEMA,
     bucket_of,
     keep_schema_readable,
+    live_rows,
+    mask_path,
     new_snapshot_path,
     observed_counts,
+    read_mask,
     remove_path,
     storage_columns,
 )
-from sparkmv.catalog.metadata import StorageLayout
+from sparkmv.catalog.metadata import MvMetadata, StorageLayout
+from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 from sparkmv.zset import COUNT_COLUMN, WEIGHT, as_bag
+
+DEFAULT_MAX_MASKED_SHARE = 0.25
+"""A touched bucket whose mask would hide more than this share of its stored rows is
+compacted: readers then skip at most about a quarter of what they read."""
+DEFAULT_PATCH_MIN_ROWS = 50_000
+MAX_FILES_PER_BUCKET = 16
+"""A touched bucket with this many files is compacted (each patch adds one file)."""
 
 
 @dataclass(frozen=True)
 class AppliedChange:
     snapshot: str  # the new snapshot (the old one when ΔV was empty)
+    masked_rows: int  # the size of its mask
     rows_inserted: int  # visible rows
     rows_deleted: int
+    buckets_patched: int
     buckets_rewritten: int
-    rows_rewritten: int
+    rows_written: int
 
 
 class ChangeDoesNotFitError(Exception):
@@ -53,15 +79,18 @@ class ChangeDoesNotFitError(Exception):
 
 @dataclass(frozen=True)
 class Merge:
-    """How a layout merges a change into the stored rows of the buckets the change touches.
+    """How a layout merges a change into the stored rows it hits.
 
-    ``bucket_columns``: the change's columns whose hash is a row's bucket (as when the
-    snapshot was written); ``schema``: a stored file's columns; ``rewrite(stored, change,
-    path)`` writes the merged rows of the touched buckets into ``path`` (partitioned by
-    bucket) and returns the metrics ``inserted``, ``deleted``, ``rewritten``, ``negative``.
+    ``key_columns``: the columns that identify a stored row (a row's value, a group's
+    keys): a change row merges into the stored rows equal to it on them (NULL equal to
+    NULL), and their hash is the row's bucket (as when the snapshot was written);
+    ``schema``: a stored file's columns; ``rewrite(stored, change, path)`` writes the merge
+    of ``stored`` (every stored row with the keys of some change row, and maybe others)
+    with ``change`` into ``path`` (partitioned by bucket) and returns the metrics
+    ``inserted``, ``deleted``, ``rewritten`` (rows written), ``negative``.
     """
 
-    bucket_columns: list[str]
+    key_columns: list[str]
     schema: T.StructType
     rewrite: Callable[[DataFrame, DataFrame, str], dict[str, int]]
 
@@ -70,44 +99,139 @@ METRICS = ("inserted", "deleted", "rewritten", "negative")
 
 
 def apply_change(
-    spark: SparkSession,
-    root: str,
-    snapshot: str,
-    layout: StorageLayout,
-    change: DataFrame,
-    merge: Merge,
+    spark: SparkSession, root: str, view: MvMetadata, change: DataFrame, merge: Merge
 ) -> AppliedChange:
-    """Apply ``change`` to the snapshot at ``snapshot`` by ``merge``; the new snapshot is
-    written under ``root``. Two Spark jobs: the change's buckets, then the rewrite."""
-    change = change.withColumn(
-        BUCKET_COLUMN, bucket_of(change, merge.bucket_columns, layout.buckets)
-    )
-    change = change.persist(StorageLevel.MEMORY_AND_DISK)  # computed once, read twice
+    """Apply ``change`` to the snapshot of ``view`` by ``merge``; the new snapshot is
+    written under ``root``."""
+    layout = view.layout
+    change = change.withColumn(BUCKET_COLUMN, bucket_of(change, merge.key_columns, layout.buckets))
+    change = change.persist(StorageLevel.MEMORY_AND_DISK)  # computed once, read thrice
     path = new_snapshot_path(root)
+    hit: DataFrame | None = None
     try:
         touched = frozenset(
             int(row[0]) for row in change.select(BUCKET_COLUMN).distinct().collect()
         )
         if not touched:  # ΔV is empty: the view stays as it is
-            return AppliedChange(snapshot, 0, 0, 0, 0)
-        schema = T.StructType([*merge.schema.fields, T.StructField(BUCKET_COLUMN, T.IntegerType())])
-        stored = spark.read.schema(schema).parquet(snapshot)
+            return AppliedChange(view.snapshot, view.masked_rows, 0, 0, 0, 0, 0)
+        files = _bucket_files(spark, view.snapshot)
+        stored = live_rows(spark, view.snapshot, merge.schema, view.masked_rows)
         stored = stored.where(F.col(BUCKET_COLUMN).isin(sorted(touched)))  # partition pruning
-        observed = merge.rewrite(stored, change, path)
+        if _patching(spark, view, len(touched)):
+            hit = _rows_hit(stored, change, merge.key_columns)
+            hit = hit.persist(StorageLevel.MEMORY_AND_DISK)
+            whole = _to_compact(spark, view, hit, touched, files)
+        else:
+            whole = touched
+        whole_column = F.col(BUCKET_COLUMN).isin(sorted(whole))
+        merged = stored.where(whole_column)
+        if hit is not None:
+            merged = hit.where(~whole_column).unionByName(merged)
+        observed = merge.rewrite(
+            merged.select(*merge.schema.fieldNames(), BUCKET_COLUMN), change, path
+        )
         if observed["negative"]:
             raise ChangeDoesNotFitError(
                 f"{observed['negative']} rows of the view would occur a negative number of times"
             )
-        _link_untouched(spark, snapshot, path, touched)
+        _link_buckets(spark, path, files, except_buckets=whole)
+        masked = _write_mask(spark, view, hit, whole, path)
         keep_schema_readable(spark.createDataFrame([], merge.schema), path)
         return AppliedChange(
-            path, observed["inserted"], observed["deleted"], len(touched), observed["rewritten"]
+            path,
+            masked,
+            observed["inserted"],
+            observed["deleted"],
+            len(touched - whole),
+            len(whole),
+            observed["rewritten"],
         )
     except BaseException:
         remove_path(spark, path)
         raise
     finally:
         change.unpersist()
+        if hit is not None:
+            hit.unpersist()
+
+
+def _patching(spark: SparkSession, view: MvMetadata, touched: int) -> bool:
+    """Whether the touched buckets are big enough to patch: about ``touched / buckets`` of
+    the view's rows live in them."""
+    minimum = int(spark.conf.get(STORAGE_PATCH_MIN_ROWS_CONF, "") or DEFAULT_PATCH_MIN_ROWS)
+    return view.row_count * touched >= minimum * view.layout.buckets
+
+
+def _rows_hit(stored: DataFrame, change: DataFrame, keys: list[str]) -> DataFrame:
+    """The rows of ``stored`` equal to some row of ``change`` on ``keys`` (NULL-safe), in
+    the same bucket: the stored rows the change merges into."""
+    probes = change.select(
+        F.col(BUCKET_COLUMN).alias("__probe_bucket"),
+        *(F.col(key).alias(f"__probe_{i}") for i, key in enumerate(keys)),
+    ).distinct()
+    same = [F.col(BUCKET_COLUMN) == F.col("__probe_bucket")] + [
+        F.col(key).eqNullSafe(F.col(f"__probe_{i}")) for i, key in enumerate(keys)
+    ]
+    return stored.join(probes, reduce(lambda a, b: a & b, same), "left_semi")
+
+
+def _to_compact(
+    spark: SparkSession,
+    view: MvMetadata,
+    hit: DataFrame,
+    touched: frozenset[int],
+    files: dict[int, list[fs.FileStatus]],
+) -> frozenset[int]:
+    """The touched buckets to rewrite whole: too many files, or a mask (the one they have
+    plus the rows ``hit`` there) over ``STORAGE_MAX_MASKED_SHARE_CONF`` of their stored
+    rows. One job counts what ``hit`` holds per bucket (it is persisted for the rewrite),
+    one the stored rows (from the files' footers) and masked rows per touched bucket."""
+    share = float(spark.conf.get(STORAGE_MAX_MASKED_SHARE_CONF, "") or DEFAULT_MAX_MASKED_SHARE)
+    crowded = {b for b in touched if len(files.get(b, ())) >= MAX_FILES_PER_BUCKET}
+    masking = {int(b): int(n) for b, n in hit.groupBy(BUCKET_COLUMN).count().collect()}
+    in_touched = F.col(BUCKET_COLUMN).isin(sorted(touched))
+    counts = (
+        spark.read.schema(T.StructType(MASK_SCHEMA.fields[:1]))  # the bucket only: footers
+        .parquet(view.snapshot)
+        .where(in_touched)
+        .groupBy(BUCKET_COLUMN)
+        .agg(F.count(F.lit(1)).alias("rows"))
+    )
+    if view.masked_rows:
+        masks = read_mask(spark, view.snapshot).where(in_touched).groupBy(BUCKET_COLUMN)
+        counts = counts.join(masks.agg(F.count(F.lit(1)).alias("masked")), BUCKET_COLUMN, "left")
+    else:
+        counts = counts.withColumn("masked", F.lit(0))
+    heavy = {
+        int(bucket)
+        for bucket, rows, masked in counts.select(BUCKET_COLUMN, "rows", "masked").collect()
+        if (masked or 0) + masking.get(bucket, 0) > rows * share
+    }
+    return frozenset(crowded | heavy)
+
+
+def _write_mask(
+    spark: SparkSession,
+    view: MvMetadata,
+    hit: DataFrame | None,
+    whole: frozenset[int],
+    path: str,
+) -> int:
+    """Write the new snapshot's mask: the old one's and the positions of the rows ``hit``
+    replaced, both outside the buckets rewritten ``whole``; return its size."""
+    kept = ~F.col(BUCKET_COLUMN).isin(sorted(whole))
+    parts = []
+    if view.masked_rows:
+        parts.append(read_mask(spark, view.snapshot).where(kept))
+    if hit is not None:
+        parts.append(hit.where(kept).select(*MASK_SCHEMA.fieldNames()))
+    if not parts:
+        return 0
+    mask = reduce(DataFrame.unionByName, parts)
+    rows = Observation("sparkmv_mask")
+    mask = mask.observe(rows, F.count(F.lit(1)).alias("rows"))
+    mask.coalesce(1).write.mode("errorifexists").parquet(mask_path(path))
+    return observed_counts(rows, ("rows",))["rows"]
 
 
 def write_merged(
@@ -175,10 +299,26 @@ def _metrics(layout: StorageLayout) -> list[Column]:
     return [inserted, deleted, rewritten, negative]
 
 
-def _link_untouched(spark: SparkSession, snapshot: str, path: str, touched: frozenset[int]) -> None:
+def _bucket_files(spark: SparkSession, snapshot: str) -> dict[int, list[fs.FileStatus]]:
+    """The data files of each bucket of ``snapshot``."""
     prefix = f"{BUCKET_COLUMN}="
-    for name in fs.list_names(spark, snapshot):
-        if not name.startswith(prefix) or int(name[len(prefix) :]) in touched:
+    return {
+        int(name[len(prefix) :]): list(fs.data_files(spark, f"{snapshot}/{name}"))
+        for name in fs.list_names(spark, snapshot)
+        if name.startswith(prefix)
+    }
+
+
+def _link_buckets(
+    spark: SparkSession,
+    path: str,
+    files: dict[int, list[fs.FileStatus]],
+    except_buckets: frozenset[int],
+) -> None:
+    """Hard-link the data ``files`` of every bucket but ``except_buckets`` into ``path``."""
+    for bucket, listed in files.items():
+        if bucket in except_buckets:
             continue
-        for file in fs.data_files(spark, f"{snapshot}/{name}"):
-            fs.link(spark, file.path, f"{path}/{name}/{file.path.rpartition('/')[2]}")
+        for file in listed:
+            name = file.path.rpartition("/")[2]
+            fs.link(spark, file.path, f"{path}/{BUCKET_COLUMN}={bucket}/{name}")

@@ -88,6 +88,7 @@ def full_refresh(
     finished = now_ms()
     updated = view.with_changes(
         snapshot=path,
+        masked_rows=0,
         row_count=rows,
         layout=layout,
         stats=view.stats.after_full_refresh(rows, view.row_count, reason, started_ms, finished),
@@ -113,13 +114,16 @@ def incremental_refresh(
     Raises ``ChangeDoesNotFitError`` (nothing committed) when ΔV does not fit the stored rows.
     """
     root = snapshot.storage_root(spark, view.name)
-    applied = apply_change(spark, root, view.snapshot, view.layout, change, merge)
+    applied = apply_change(spark, root, view, change, merge)
     log.info(
-        "incremental refresh of %s: %d of %d buckets rewritten (%d rows), +%d -%d rows",
+        "incremental refresh of %s: of %d buckets %d patched, %d rewritten (%d rows written,"
+        " %d masked), +%d -%d rows",
         view.name,
-        applied.buckets_rewritten,
         view.layout.buckets,
-        applied.rows_rewritten,
+        applied.buckets_patched,
+        applied.buckets_rewritten,
+        applied.rows_written,
+        applied.masked_rows,
         applied.rows_inserted,
         applied.rows_deleted,
     )
@@ -127,6 +131,7 @@ def incremental_refresh(
     finished = now_ms()
     updated = view.with_changes(
         snapshot=applied.snapshot,
+        masked_rows=applied.masked_rows,
         row_count=view.row_count + applied.rows_inserted - applied.rows_deleted,
         stats=view.stats.after_incremental_refresh(
             applied.rows_inserted, applied.rows_deleted, reason, started_ms, finished, irrelevant

@@ -12,9 +12,15 @@ view's column names, so any column name Spark allows works and hidden maintenanc
 can sit beside them without ever showing in ``SELECT *``.
 
 A view maintained incrementally is stored in hash buckets (``StorageLayout``): directories
-``mv_bucket=k``, each row in the bucket of its value's hash. A refresh rewrites only the
-buckets its change touches and hard-links the others into the new snapshot
-(``apply/incremental.py``), so a small change does not rewrite a large view.
+``mv_bucket=k``, each row in the bucket of its value's hash. A refresh hard-links the files of
+the buckets its change does not touch into the new snapshot, and either rewrites a touched
+bucket whole or *patches* it (merge-on-read, as Iceberg's position deletes): the bucket keeps
+its files (hard links), the rows the change replaces are listed in the snapshot's *mask*
+(``_sparkmv_mask/``: bucket, file name, row index within the file) and the merged rows are
+appended as a new file (``apply/incremental.py``). Readers skip masked rows with an anti join
+on ``_metadata.file_name`` / ``_metadata.row_index``, so a small change does not rewrite a
+large view even when it touches every bucket; a bucket whose mask grows too large is
+rewritten whole (compacted) by a later refresh.
 """
 
 from __future__ import annotations
@@ -40,6 +46,13 @@ BUCKET_COLUMN = "mv_bucket"
 """Hidden: the partition column of a bucketed layout."""
 VISIBLE_COLUMN = "mv_visible"
 """Hidden, in a grouped layout: whether a stored group is a row of the view."""
+MASK_DIR = "_sparkmv_mask"
+"""In a snapshot: the positions of its stored rows that are no longer part of the view. Its
+name starts with ``_``, so Spark's listing of the snapshot's data skips it."""
+FILE_COLUMN = "mv_file"
+"""In the mask: the name of the data file (within its bucket) that holds a masked row."""
+ROW_COLUMN = "mv_row"
+"""In the mask: the masked row's index within that file (``_metadata.row_index``)."""
 
 # Types whose equal values hash equally (floating point does not: 0.0 and -0.0 are equal).
 HASHABLE_TYPES = (
@@ -134,14 +147,64 @@ def keep_schema_readable(frame: DataFrame, path: str) -> None:
 
 def view_text(view: MvMetadata) -> str:
     """The catalog view's SQL: the snapshot's positional columns renamed to the view's (and
-    only the visible groups of an aggregate view)."""
+    only the visible groups of an aggregate view), its masked rows left out."""
     columns = view.columns
     select = ", ".join(
-        f"{quote_identifier(stored)} AS {quote_identifier(column)}"
+        f"s.{quote_identifier(stored)} AS {quote_identifier(column)}"
         for stored, column in zip(storage_columns(len(columns)), columns, strict=True)
     )
-    where = f" WHERE {VISIBLE_COLUMN}" if view.layout.grouped else ""
-    return f"SELECT {select} FROM parquet.{quote_identifier(view.snapshot)}{where}"
+    source = f"parquet.{quote_identifier(view.snapshot)} s"
+    if view.masked_rows:
+        mask = f"parquet.{quote_identifier(mask_path(view.snapshot))} m"
+        on = " AND ".join(f"{stored} = m.{masked}" for stored, masked in _MASK_MATCH.items())
+        source += f" LEFT ANTI JOIN {mask} ON {on}"
+    where = f" WHERE s.{VISIBLE_COLUMN}" if view.layout.grouped else ""
+    return f"SELECT {select} FROM {source}{where}"
+
+
+_MASK_MATCH = {
+    f"s.{BUCKET_COLUMN}": BUCKET_COLUMN,
+    "s._metadata.file_name": FILE_COLUMN,
+    "s._metadata.row_index": ROW_COLUMN,
+}
+"""A stored row (``s``) is masked when the mask has its bucket, file name and row index."""
+
+
+def mask_path(snapshot: str) -> str:
+    return f"{snapshot}/{MASK_DIR}"
+
+
+def read_mask(spark: SparkSession, snapshot: str) -> DataFrame:
+    """The mask of ``snapshot``: one row (bucket, file name, row index) per masked row."""
+    return spark.read.schema(MASK_SCHEMA).parquet(mask_path(snapshot))
+
+
+MASK_SCHEMA = T.StructType(
+    [
+        T.StructField(BUCKET_COLUMN, T.IntegerType()),
+        T.StructField(FILE_COLUMN, T.StringType()),
+        T.StructField(ROW_COLUMN, T.LongType()),
+    ]
+)
+
+
+def live_rows(
+    spark: SparkSession, snapshot: str, schema: T.StructType, masked_rows: int
+) -> DataFrame:
+    """The stored rows of a bucketed ``snapshot`` that are part of the view (``schema``: a
+    stored file's columns), with their bucket and position (``FILE_COLUMN``,
+    ``ROW_COLUMN``); ``masked_rows``: the size of its mask (0: it has none)."""
+    bucketed = T.StructType([*schema.fields, T.StructField(BUCKET_COLUMN, T.IntegerType())])
+    stored = spark.read.schema(bucketed).parquet(snapshot)
+    stored = stored.select(
+        *schema.fieldNames(),
+        BUCKET_COLUMN,
+        F.col("_metadata.file_name").alias(FILE_COLUMN),
+        F.col("_metadata.row_index").alias(ROW_COLUMN),
+    )
+    if not masked_rows:
+        return stored
+    return stored.join(read_mask(spark, snapshot), list(MASK_SCHEMA.fieldNames()), "left_anti")
 
 
 def list_snapshots(spark: SparkSession, root: str) -> list[str]:

@@ -129,6 +129,8 @@ class MvMetadata:
     stats: RefreshStats = field(default_factory=RefreshStats)
     consumed_versions: dict[str, LogPosition] = field(default_factory=dict)  # per base table
     layout: StorageLayout = PLAIN
+    # stored rows of the snapshot that its mask hides (merge-on-read, ``apply/snapshot.py``)
+    masked_rows: int = 0
     format_version: int = keys.FORMAT_VERSION
 
     def with_changes(self, **changes: object) -> MvMetadata:
@@ -151,6 +153,7 @@ class MvMetadata:
                 keys.STORAGE_BUCKETS: str(self.layout.buckets),
                 keys.STORAGE_GROUPED: str(self.layout.grouped).lower(),
                 keys.STORAGE_VALUE_COUNTERS: str(self.layout.value_counters).lower(),
+                keys.STORAGE_MASKED_ROWS: str(self.masked_rows),
                 keys.CREATED_AT: str(self.created_ms),
                 keys.REFRESH_COUNT: str(s.refreshes),
                 keys.FULL_REFRESH_COUNT: str(s.full_refreshes),
@@ -222,5 +225,6 @@ class MvMetadata:
                 grouped=values.get(keys.STORAGE_GROUPED) == "true",
                 value_counters=values.get(keys.STORAGE_VALUE_COUNTERS) == "true",
             ),
+            masked_rows=number(keys.STORAGE_MASKED_ROWS),
             format_version=version,
         )

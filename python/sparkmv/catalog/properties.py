@@ -25,6 +25,7 @@ STORAGE_COUNTED = "sparkmv.storage.counted"  # "true": one row per value with it
 STORAGE_BUCKETS = "sparkmv.storage.buckets"  # hash buckets of the snapshot (0: unbucketed)
 STORAGE_GROUPED = "sparkmv.storage.grouped"  # "true": one row per group with its state
 STORAGE_VALUE_COUNTERS = "sparkmv.storage.value_counters"  # "true": and DISTINCT value counters
+STORAGE_MASKED_ROWS = "sparkmv.storage.masked_rows"  # stored rows the snapshot's mask hides
 CREATED_AT = "sparkmv.created_at_ms"
 REFRESH_COUNT = "sparkmv.stats.refreshes"
 FULL_REFRESH_COUNT = "sparkmv.stats.full_refreshes"

@@ -89,6 +89,7 @@ def information(
         ("Created", format_ms(view.created_ms)),
         ("Storage", view.snapshot),
         ("Storage Layout", storage_layout_text(view)),
+        ("Masked Rows", str(view.masked_rows)),
         ("Format Version", str(view.format_version)),
     ]
     if comment:
