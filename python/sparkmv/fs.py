@@ -172,6 +172,13 @@ def _copy(spark: SparkSession, source: str, target: str, delete_source: bool) ->
 
 def _local_path(spark: SparkSession, path: str) -> str | None:
     """The operating-system path of a ``file:`` URI, None for other file systems."""
+    if path.startswith("file:"):  # as Hadoop writes them; read without a JVM round trip
+        rest = path[len("file:") :]
+        if not rest.startswith("//"):
+            return rest
+        authority, slash, rest = rest[2:].partition("/")
+        if authority in ("", "localhost") and slash:
+            return "/" + rest
     _, hadoop_path = filesystem(spark, path)
     uri = hadoop_path.toUri()
     if uri.getScheme() not in (None, "file"):

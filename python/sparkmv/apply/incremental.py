@@ -109,24 +109,23 @@ def apply_change(
     path = new_snapshot_path(root)
     hit: DataFrame | None = None
     try:
-        touched = frozenset(
-            int(row[0]) for row in change.select(BUCKET_COLUMN).distinct().collect()
-        )
+        changed = {int(b): int(n) for b, n in change.groupBy(BUCKET_COLUMN).count().collect()}
+        touched = frozenset(changed)
         if not touched:  # ΔV is empty: the view stays as it is
             return AppliedChange(view.snapshot, view.masked_rows, 0, 0, 0, 0, 0)
         files = _bucket_files(spark, view.snapshot)
         stored = live_rows(spark, view.snapshot, merge.schema, view.masked_rows)
         stored = stored.where(F.col(BUCKET_COLUMN).isin(sorted(touched)))  # partition pruning
+        whole = touched
         if _patching(spark, view, len(touched)):
-            hit = _rows_hit(stored, change, merge.key_columns)
-            hit = hit.persist(StorageLevel.MEMORY_AND_DISK)
-            whole = _to_compact(spark, view, hit, touched, files)
-        else:
-            whole = touched
+            whole = _to_compact(spark, view, changed, files)
+            patched = stored.where(~F.col(BUCKET_COLUMN).isin(sorted(whole)))
+            hit = _rows_hit(patched, change, merge.key_columns)
+            hit = hit.persist(StorageLevel.MEMORY_AND_DISK)  # merged, then masked
         whole_column = F.col(BUCKET_COLUMN).isin(sorted(whole))
         merged = stored.where(whole_column)
         if hit is not None:
-            merged = hit.where(~whole_column).unionByName(merged)
+            merged = hit.unionByName(merged)
         observed = merge.rewrite(
             merged.select(*merge.schema.fieldNames(), BUCKET_COLUMN), change, path
         )
@@ -134,7 +133,7 @@ def apply_change(
             raise ChangeDoesNotFitError(
                 f"{observed['negative']} rows of the view would occur a negative number of times"
             )
-        _link_buckets(spark, path, files, except_buckets=whole)
+        _link_buckets(spark, view.snapshot, path, files, except_buckets=whole)
         masked = _write_mask(spark, view, hit, whole, path)
         keep_schema_readable(spark.createDataFrame([], merge.schema), path)
         return AppliedChange(
@@ -178,36 +177,26 @@ def _rows_hit(stored: DataFrame, change: DataFrame, keys: list[str]) -> DataFram
 def _to_compact(
     spark: SparkSession,
     view: MvMetadata,
-    hit: DataFrame,
-    touched: frozenset[int],
-    files: dict[int, list[fs.FileStatus]],
+    changed: dict[int, int],
+    files: dict[int, list[str]],
 ) -> frozenset[int]:
-    """The touched buckets to rewrite whole: too many files, or a mask (the one they have
-    plus the rows ``hit`` there) over ``STORAGE_MAX_MASKED_SHARE_CONF`` of their stored
-    rows. One job counts what ``hit`` holds per bucket (it is persisted for the rewrite),
-    one the stored rows (from the files' footers) and masked rows per touched bucket."""
+    """The touched buckets to rewrite whole: those with ``MAX_FILES_PER_BUCKET`` files, and
+    those whose mask (what it hides now, plus about one row per change row there) would
+    pass ``STORAGE_MAX_MASKED_SHARE_CONF`` of their stored rows. A bucket's stored rows are
+    estimated as an even share of the view's: no job reads the data for this, one reads
+    the (small) mask when there is one."""
     share = float(spark.conf.get(STORAGE_MAX_MASKED_SHARE_CONF, "") or DEFAULT_MAX_MASKED_SHARE)
-    crowded = {b for b in touched if len(files.get(b, ())) >= MAX_FILES_PER_BUCKET}
-    masking = {int(b): int(n) for b, n in hit.groupBy(BUCKET_COLUMN).count().collect()}
-    in_touched = F.col(BUCKET_COLUMN).isin(sorted(touched))
-    counts = (
-        spark.read.schema(T.StructType(MASK_SCHEMA.fields[:1]))  # the bucket only: footers
-        .parquet(view.snapshot)
-        .where(in_touched)
-        .groupBy(BUCKET_COLUMN)
-        .agg(F.count(F.lit(1)).alias("rows"))
-    )
+    per_bucket = (view.row_count + view.masked_rows) / view.layout.buckets
+    masked: dict[int, int] = {}
     if view.masked_rows:
-        masks = read_mask(spark, view.snapshot).where(in_touched).groupBy(BUCKET_COLUMN)
-        counts = counts.join(masks.agg(F.count(F.lit(1)).alias("masked")), BUCKET_COLUMN, "left")
-    else:
-        counts = counts.withColumn("masked", F.lit(0))
-    heavy = {
-        int(bucket)
-        for bucket, rows, masked in counts.select(BUCKET_COLUMN, "rows", "masked").collect()
-        if (masked or 0) + masking.get(bucket, 0) > rows * share
-    }
-    return frozenset(crowded | heavy)
+        mask = read_mask(spark, view.snapshot).where(F.col(BUCKET_COLUMN).isin(sorted(changed)))
+        masked = {int(b): int(n) for b, n in mask.groupBy(BUCKET_COLUMN).count().collect()}
+    return frozenset(
+        bucket
+        for bucket, rows in changed.items()
+        if len(files.get(bucket, ())) >= MAX_FILES_PER_BUCKET
+        or masked.get(bucket, 0) + rows > share * per_bucket
+    )
 
 
 def _write_mask(
@@ -217,14 +206,15 @@ def _write_mask(
     whole: frozenset[int],
     path: str,
 ) -> int:
-    """Write the new snapshot's mask: the old one's and the positions of the rows ``hit``
-    replaced, both outside the buckets rewritten ``whole``; return its size."""
-    kept = ~F.col(BUCKET_COLUMN).isin(sorted(whole))
+    """Write the new snapshot's mask: the old one's outside the buckets rewritten ``whole``,
+    and the positions of the rows ``hit`` (they were replaced); return its size."""
     parts = []
     if view.masked_rows:
-        parts.append(read_mask(spark, view.snapshot).where(kept))
+        parts.append(
+            read_mask(spark, view.snapshot).where(~F.col(BUCKET_COLUMN).isin(sorted(whole)))
+        )
     if hit is not None:
-        parts.append(hit.where(kept).select(*MASK_SCHEMA.fieldNames()))
+        parts.append(hit.select(*MASK_SCHEMA.fieldNames()))
     if not parts:
         return 0
     mask = reduce(DataFrame.unionByName, parts)
@@ -239,9 +229,11 @@ def write_merged(
     metrics: list[Column],
     stored: Callable[[DataFrame], DataFrame],
     path: str,
+    by_bucket: bool = False,
 ) -> dict[str, int]:
     """Write ``stored(merged)`` (the rows to keep, with the bucket column) as bucket
-    directories under ``path``; return ``metrics`` (named ``METRICS``) over ``merged``.
+    directories under ``path``; return ``metrics`` (named ``METRICS``) over ``merged``
+    (``by_bucket``: ``merged`` is the output of a shuffle by bucket already).
 
     The metrics are observed after the shuffle by bucket, in the writing stage: observed
     before it, they would be lost whenever no row is kept (adaptive execution replaces an
@@ -249,7 +241,9 @@ def write_merged(
     """
     observation = Observation("sparkmv_apply")
     named = [F.coalesce(m, F.lit(0)).alias(n) for m, n in zip(metrics, METRICS, strict=True)]
-    observed = merged.repartition(BUCKET_COLUMN).observe(observation, *named)
+    if not by_bucket:
+        merged = merged.repartition(BUCKET_COLUMN)
+    observed = merged.observe(observation, *named)
     stored(observed).write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(path)
     return observed_counts(observation, METRICS)
 
@@ -271,9 +265,11 @@ def row_merge(layout: StorageLayout, change: DataFrame) -> Merge:
         rows = rows.unionByName(
             change.select(*keys, F.lit(0).cast("long").alias("old"), F.col(WEIGHT).alias("delta"))
         )
+        # Shuffled by bucket once: the grouping by every key then needs no shuffle of its own.
+        rows = rows.repartition(BUCKET_COLUMN)
         merged = rows.groupBy(*keys).agg(F.sum("old").alias("old"), F.sum("delta").alias("delta"))
         merged = merged.withColumn("new", F.col("old") + F.col("delta"))
-        return write_merged(merged, _metrics(layout), kept_rows, path)
+        return write_merged(merged, _metrics(layout), kept_rows, path, by_bucket=True)
 
     def kept_rows(merged: DataFrame) -> DataFrame:
         kept = merged.where(F.col("new") > 0)
@@ -299,26 +295,30 @@ def _metrics(layout: StorageLayout) -> list[Column]:
     return [inserted, deleted, rewritten, negative]
 
 
-def _bucket_files(spark: SparkSession, snapshot: str) -> dict[int, list[fs.FileStatus]]:
-    """The data files of each bucket of ``snapshot``."""
-    prefix = f"{BUCKET_COLUMN}="
-    return {
-        int(name[len(prefix) :]): list(fs.data_files(spark, f"{snapshot}/{name}"))
-        for name in fs.list_names(spark, snapshot)
-        if name.startswith(prefix)
-    }
+def _bucket_files(spark: SparkSession, snapshot: str) -> dict[int, list[str]]:
+    """The data files of each bucket of ``snapshot`` (one listing, by Spark), by name: Spark
+    lists them as URIs, and only these last two segments of the path are Spark's own."""
+    bucket_only = T.StructType(MASK_SCHEMA.fields[:1])
+    files: dict[int, list[str]] = {}
+    for uri in spark.read.schema(bucket_only).parquet(snapshot).inputFiles():
+        directory, _, name = uri.rpartition("/")
+        bucket = int(directory.rpartition(f"/{BUCKET_COLUMN}=")[2])
+        files.setdefault(bucket, []).append(name)
+    return files
 
 
 def _link_buckets(
     spark: SparkSession,
+    snapshot: str,
     path: str,
-    files: dict[int, list[fs.FileStatus]],
+    files: dict[int, list[str]],
     except_buckets: frozenset[int],
 ) -> None:
-    """Hard-link the data ``files`` of every bucket but ``except_buckets`` into ``path``."""
-    for bucket, listed in files.items():
+    """Hard-link the data ``files`` of every bucket of ``snapshot`` but ``except_buckets``
+    into ``path``."""
+    for bucket, names in files.items():
         if bucket in except_buckets:
             continue
-        for file in listed:
-            name = file.path.rpartition("/")[2]
-            fs.link(spark, file.path, f"{path}/{BUCKET_COLUMN}={bucket}/{name}")
+        directory = f"{BUCKET_COLUMN}={bucket}"
+        for name in names:
+            fs.link(spark, f"{snapshot}/{directory}/{name}", f"{path}/{directory}/{name}")
