@@ -7,7 +7,7 @@ BENCH_INSTALLED := $(VENV)/.installed-bench
 JAR := python/sparkmv/jars/sparkmv-shim.jar
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger golden lint jar bench bench-capture bench-refresh bench-irrelevance bench-tpch clean
+.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger golden lint jar bench bench-capture bench-refresh bench-irrelevance bench-tpch clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -35,6 +35,20 @@ sqllogictest-part: $(INSTALLED) $(JAR)
 
 sqllogictest-ledger: $(INSTALLED)
 	$(PY) tests/sqllogictest/runner.py --ledger tests/sqllogictest/ledger
+
+# Randomized differential fleets (many views over one write stream) in parts:
+# `make differential-part SEED=7 EXAMPLES=20` runs 20 fleets drawn with hypothesis seed 7 and,
+# if all pass, records their counts in tests/differential_ledger/seed-7.json;
+# `make differential-ledger` sums the recorded parts.
+SEED ?= 1
+EXAMPLES ?= 20
+differential-part: $(INSTALLED) $(JAR)
+	SPARKMV_FLEET_SEED=$(SEED) SPARKMV_FLEET_EXAMPLES=$(EXAMPLES) \
+		SPARKMV_FLEET_RECORD=tests/differential_ledger/seed-$(SEED).json \
+		$(PY) -m pytest -x -q tests/test_differential_fleet.py
+
+differential-ledger: $(INSTALLED)
+	$(PY) tests/test_differential_fleet.py
 
 # Regenerate sql-tests/results/*.sql.out (review the diff before committing).
 golden: $(INSTALLED) $(JAR)
