@@ -58,6 +58,8 @@ DEFAULT_MAX_MASKED_SHARE = 0.25
 """A touched bucket whose mask would hide more than this share of its stored rows is
 compacted: readers then skip at most about a quarter of what they read."""
 DEFAULT_PATCH_MIN_ROWS = 50_000
+"""Touched buckets holding fewer rows than this (estimated) are rewritten whole: patching
+them would cost more Spark jobs than writing them."""
 MAX_FILES_PER_BUCKET = 16
 """A touched bucket with this many files is compacted (each patch adds one file)."""
 

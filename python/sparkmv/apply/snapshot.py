@@ -145,6 +145,14 @@ def keep_schema_readable(frame: DataFrame, path: str) -> None:
         frame.limit(0).write.mode("errorifexists").parquet(f"{path}/{BUCKET_COLUMN}=0")
 
 
+_MASK_MATCH = {
+    f"s.{BUCKET_COLUMN}": BUCKET_COLUMN,
+    "s._metadata.file_name": FILE_COLUMN,
+    "s._metadata.row_index": ROW_COLUMN,
+}
+"""A stored row (``s``) is masked when the mask has its bucket, file name and row index."""
+
+
 def view_text(view: MvMetadata) -> str:
     """The catalog view's SQL: the snapshot's positional columns renamed to the view's (and
     only the visible groups of an aggregate view), its masked rows left out."""
@@ -160,14 +168,6 @@ def view_text(view: MvMetadata) -> str:
         source += f" LEFT ANTI JOIN {mask} ON {on}"
     where = f" WHERE s.{VISIBLE_COLUMN}" if view.layout.grouped else ""
     return f"SELECT {select} FROM {source}{where}"
-
-
-_MASK_MATCH = {
-    f"s.{BUCKET_COLUMN}": BUCKET_COLUMN,
-    "s._metadata.file_name": FILE_COLUMN,
-    "s._metadata.row_index": ROW_COLUMN,
-}
-"""A stored row (``s``) is masked when the mask has its bucket, file name and row index."""
 
 
 def mask_path(snapshot: str) -> str:

@@ -140,7 +140,7 @@ class MvMetadata:
         s = self.stats
         return keys.encode(
             {
-                keys.FORMAT: str(self.format_version),
+                keys.FORMAT: str(keys.FORMAT_VERSION),  # what this writer may have used
                 keys.QUERY: self.query,
                 keys.QUERY_DATABASE: self.query_database,
                 keys.POLICY: self.policy.value,

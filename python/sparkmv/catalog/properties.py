@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 PREFIX = "sparkmv."
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""1: the first; 2: a snapshot may have a mask (``STORAGE_MASKED_ROWS``), which a reader of
+format 1 would drop from the view's text on its next commit. A commit writes this version."""
 CHUNK_SIZE = 3000
 
 FORMAT = "sparkmv.format_version"  # presence marks a catalog view as a materialized view
