@@ -22,6 +22,10 @@ so the ratio should grow with the fact size (printed as "ratio growth"). Last, a
 refresh with no pending change: its time, its mode and the number of Spark jobs it launched
 (it should launch none over the data).
 
+Then the cost of reading each view: a scan of every column (``sum(hash(*))``, median of 3)
+of ``v_inc``, whose buckets were patched (its mask is skipped by an anti join), and of
+``v_full``, written whole by its last refresh.
+
 After the refreshes every view is compared with its query as a multiset (``EXCEPT ALL`` both
 ways, and the counts): OK or WRONG. A tiny copy of the whole run goes first, unprinted, so
 that JVM warm-up does not land in the first measurement.
@@ -83,6 +87,9 @@ class SizeResult:
     incremental: dict[str, Timed] = field(default_factory=dict)
     no_change: dict[str, Timed] = field(default_factory=dict)
     no_change_jobs: dict[str, int] = field(default_factory=dict)
+    read_patched: dict[str, Timed] = field(default_factory=dict)
+    read_rewritten: dict[str, Timed] = field(default_factory=dict)
+    masked: dict[str, str] = field(default_factory=dict)  # Masked Rows of v_inc
     wrong: dict[str, list[str]] = field(default_factory=dict)  # mismatches, per view label
 
 
@@ -140,6 +147,14 @@ def run_size(spark: SparkSession, rows: int, rounds: int, database: str) -> Size
                 result.no_change.setdefault(label, Timed()),
             )
             result.no_change_jobs[label] = last_job_id(spark) - before
+        for label, (prefix, _) in VIEWS.items():
+            for suffix, into in (("inc", result.read_patched), ("full", result.read_rewritten)):
+                timed = into.setdefault(label, Timed())
+                timed.samples += [read_all(spark, f"{prefix}_{suffix}") for _ in range(3)]
+            described = spark.sql(f"DESCRIBE MATERIALIZED VIEW EXTENDED {prefix}_inc").collect()
+            result.masked[label] = next(
+                r.data_type for r in described if r.col_name == "Masked Rows"
+            )
         for label, (prefix, query) in VIEWS.items():
             found = (mismatch(spark, f"{prefix}_{suffix}", query) for suffix in ("inc", "full"))
             result.wrong[label] = [found_ for found_ in found if found_ is not None]
@@ -152,6 +167,11 @@ def run_size(spark: SparkSession, rows: int, rounds: int, database: str) -> Size
         spark.sql("USE default")
         spark.sql(f"DROP DATABASE {database}")
     return result
+
+
+def read_all(spark: SparkSession, view: str) -> float:
+    """Seconds to read every column of every row of ``view``."""
+    return seconds(lambda: spark.sql(f"SELECT sum(hash(*)) FROM {view}").collect())
 
 
 def report(results: list[SizeResult], rounds: int) -> None:
@@ -196,6 +216,15 @@ def report(results: list[SizeResult], rounds: int) -> None:
         cells = ", ".join(
             f"{label} {result.no_change[label].median:.2f} s "
             f"({result.no_change[label].mode}, Spark jobs: {result.no_change_jobs[label]})"
+            for label in VIEWS
+        )
+        print(f"  {result.rows:>11,} fact rows: {cells}")
+
+    print("\nreading a view (all columns), patched (v_inc) / rewritten (v_full), median of 3:")
+    for result in results:
+        cells = ", ".join(
+            f"{label} {result.read_patched[label].median:.2f} / "
+            f"{result.read_rewritten[label].median:.2f} s ({result.masked[label]} masked rows)"
             for label in VIEWS
         )
         print(f"  {result.rows:>11,} fact rows: {cells}")
