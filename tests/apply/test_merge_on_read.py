@@ -59,6 +59,8 @@ def test_a_patch_keeps_every_stored_file_and_masks_the_replaced_rows(
 
     spark.sql("DELETE FROM t WHERE a % 10 = 0")  # a few rows of every bucket
     spark.sql("INSERT INTO t VALUES (1000, 'x'), (1002, NULL)")
+    plan = spark.sql("EXPLAIN REFRESH MATERIALIZED VIEW v").collect()[0][0]
+    assert "Patch the touched buckets when they hold about 0 rows or more" in plan
     assert refresh(spark, "v") == "INCREMENTAL"
     assert_view_matches_query(spark, "v")
     after = storage_files(spark, "v")

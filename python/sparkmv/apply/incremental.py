@@ -159,8 +159,35 @@ def apply_change(
 def _patching(spark: SparkSession, view: MvMetadata, touched: int) -> bool:
     """Whether the touched buckets are big enough to patch: about ``touched / buckets`` of
     the view's rows live in them."""
-    minimum = int(spark.conf.get(STORAGE_PATCH_MIN_ROWS_CONF, "") or DEFAULT_PATCH_MIN_ROWS)
-    return view.row_count * touched >= minimum * view.layout.buckets
+    return view.row_count * touched >= _patch_min_rows(spark) * view.layout.buckets
+
+
+def _patch_min_rows(spark: SparkSession) -> int:
+    return int(spark.conf.get(STORAGE_PATCH_MIN_ROWS_CONF, "") or DEFAULT_PATCH_MIN_ROWS)
+
+
+def _max_masked_share(spark: SparkSession) -> float:
+    return float(spark.conf.get(STORAGE_MAX_MASKED_SHARE_CONF, "") or DEFAULT_MAX_MASKED_SHARE)
+
+
+def describe_storage_plan(spark: SparkSession, view: MvMetadata) -> str:
+    """How ``apply_change`` will write the touched buckets of ``view`` (for EXPLAIN): what
+    it decides from ΔV's buckets is stated as the rule, the rest as decided."""
+    minimum = _patch_min_rows(spark)
+    if view.row_count < minimum:  # even touching every bucket, fewer than ``minimum`` rows
+        return (
+            f"Rewrite the touched buckets whole (the view holds {view.row_count}"
+            f" row{'' if view.row_count == 1 else 's'}, fewer"
+            f" than {STORAGE_PATCH_MIN_ROWS_CONF} = {minimum})."
+        )
+    share = _max_masked_share(spark)
+    return (
+        f"Patch the touched buckets when they hold about {minimum} rows or more (the view"
+        f" holds {view.row_count} in {view.layout.buckets}), else rewrite them whole: append"
+        f" each one's merged rows as a file and mask the rows they replace ({view.masked_rows}"
+        f" masked now); compact a bucket instead when its mask would pass {share:.0%} of its"
+        f" rows or it holds {MAX_FILES_PER_BUCKET} files."
+    )
 
 
 def _rows_hit(stored: DataFrame, change: DataFrame, keys: list[str]) -> DataFrame:
@@ -187,7 +214,7 @@ def _to_compact(
     pass ``STORAGE_MAX_MASKED_SHARE_CONF`` of their stored rows. A bucket's stored rows are
     estimated as an even share of the view's: no job reads the data for this, one reads
     the (small) mask when there is one."""
-    share = float(spark.conf.get(STORAGE_MAX_MASKED_SHARE_CONF, "") or DEFAULT_MAX_MASKED_SHARE)
+    share = _max_masked_share(spark)
     per_bucket = (view.row_count + view.masked_rows) / view.layout.buckets
     masked: dict[int, int] = {}
     if view.masked_rows:

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.relational import Scan, walk
+from sparkmv.apply.incremental import describe_storage_plan
 from sparkmv.commands import create, refresh
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import IRRELEVANCE_FILTERS_CONF
@@ -89,6 +90,7 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         + (", one row per group" if view.layout.grouped else "")
         + "); link the others into a new snapshot, then switch the view to it."
     )
+    lines.append(describe_storage_plan(context.spark, view))
     grouped = aggregate_view(maintained.root)
     if grouped is not None and any(c.function in ("min", "max") for c in grouped.aggregate.calls):
         lines.append(
