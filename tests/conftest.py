@@ -52,7 +52,12 @@ def spark_examples(sample: int) -> int:
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = sparkmv.session(
-        warehouse, **{"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"}
+        warehouse,
+        **{
+            "spark.sql.shuffle.partitions": "2",
+            "spark.default.parallelism": "2",
+            "spark.driver.memory": "2g",  # one session runs the whole suite
+        },
     )
     yield session
     session.stop()

@@ -24,6 +24,12 @@ DEFAULT_SESSION_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    # Spark keeps the last 1000 SQL executions' plans and 1000 jobs and stages in the driver's
+    # status store even with the UI off; a refresh runs several jobs with wide plans, so the
+    # defaults alone can fill a 1 GiB driver heap in a long session.
+    "spark.sql.ui.retainedExecutions": "100",
+    "spark.ui.retainedJobs": "200",
+    "spark.ui.retainedStages": "200",
 }
 """Defaults for ``sparkmv.session()``; any key can be overridden by the caller."""
 

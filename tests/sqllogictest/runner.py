@@ -116,6 +116,7 @@ ENGINE_NAMES = frozenset({"spark", "sparkmv"})
 SESSION_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
+    "spark.driver.memory": "3g",  # a chunk's 250 views over up to 9 tables share one driver
 }
 ANSI = "spark.sql.ansi.enabled"
 DEFAULT_CHUNK = 250
