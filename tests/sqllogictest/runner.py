@@ -1186,6 +1186,13 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         help="merge the recorded parts in this directory and report the coverage",
     )
     parser.add_argument("--warehouse", type=Path, default=None, help="kept after the run")
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark conf of the session, over SESSION_CONF (repeatable)",
+    )
     parser.add_argument("--cleanup", action="store_true", help="drop views after each chunk")
     parser.add_argument(
         "--engine-logs", action="store_true", help="show sparkmv's own error logs (tracebacks)"
@@ -1286,7 +1293,7 @@ def _run_session(args: argparse.Namespace, selection: Selection) -> Summary:
 
     warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="sparkmv-slt-"))
     started = time.monotonic()
-    spark = sparkmv.session(warehouse, **SESSION_CONF)
+    spark = sparkmv.session(warehouse, **{**SESSION_CONF, **session_confs(args.conf)})
     try:
         session_seconds = time.monotonic() - started
         summary = run(spark, selection, args.dir, cleanup=args.cleanup)
@@ -1296,6 +1303,17 @@ def _run_session(args: argparse.Namespace, selection: Selection) -> Summary:
         spark.stop()
         if args.warehouse is None:
             shutil.rmtree(warehouse, ignore_errors=True)
+
+
+def session_confs(pairs: Sequence[str]) -> dict[str, str]:
+    """``--conf KEY=VALUE`` options as a dict (later ones win)."""
+    confs = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key.strip():
+            raise SystemExit(f"--conf {pair!r}: expected KEY=VALUE")
+        confs[key.strip()] = value
+    return confs
 
 
 def _run_processes(args: argparse.Namespace, argv: Sequence[str] | None) -> Summary:
