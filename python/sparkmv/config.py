@@ -30,6 +30,12 @@ DEFAULT_SESSION_CONF: dict[str, str] = {
     "spark.sql.ui.retainedExecutions": "100",
     "spark.ui.retainedJobs": "200",
     "spark.ui.retainedStages": "200",
+    # Spark sizes a Tungsten page from the execution memory per core (64 MiB for local[2]
+    # with a 2-3 GiB driver), and every hash aggregate or sort in a task takes a page with
+    # its first row. A refresh of a wide join view runs stages with many of them over a few rows
+    # (select5's 42-table views ran a task out of execution memory); with 4 MiB pages they
+    # fit. Larger records still get a page of their own.
+    "spark.buffer.pageSize": "4m",
 }
 """Defaults for ``sparkmv.session()``; any key can be overridden by the caller."""
 
