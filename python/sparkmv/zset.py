@@ -36,6 +36,19 @@ def consolidate(zset: DataFrame) -> DataFrame:
     return summed.where(F.col(WEIGHT) != 0)
 
 
+def materialized(zset: DataFrame) -> DataFrame:
+    """``zset`` computed now, by a job of its own, and read back from the executors: its plan
+    is cut off below it.
+
+    The rules of DISTINCT and GROUP BY inside a query read their input's change twice (the
+    rows, and the keys those rows touch), so without this the plan of ``k`` nested set
+    operations holds ``2^k`` copies of the plan below them, and Spark's planning time
+    grows with it (a chain of eight UNION/EXCEPT over nine tables, from sqllogictest's
+    select4, spent minutes planning one refresh). A change is small, so computing it once
+    is cheap."""
+    return zset.localCheckpoint(eager=True)
+
+
 def positive_part(zset: DataFrame) -> DataFrame:
     """The inserted rows of a consolidated Z-set (ΔR⁺), as a Z-set."""
     return zset.where(F.col(WEIGHT) > 0)

@@ -46,7 +46,7 @@ from sqlglot import exp
 from sparkmv.analyze.relational import Aggregate, AggregateCall, NotMaintainableError
 from sparkmv.config import ANSI_CONF
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column, spark_expression
-from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, consolidate
+from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, consolidate, materialized
 
 SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 MAX_SUMMED_PRECISION = 27
@@ -334,6 +334,8 @@ def delta(node: Aggregate, engine: DeltaEngine) -> DataFrame:
     groups = change.select(
         *(spark_expression(k).alias(key_column(i)) for i, k in enumerate(node.keys))
     ).distinct()
+    if node.keys:  # read by both terms below (a global aggregate reads no groups)
+        groups = materialized(groups)
     terms = []
     for version, sign in ((Version.NEW, 1), (Version.OLD, -1)):
         child = engine.evaluate(node.child, version)

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from sparkmv.analyze.relational import Distinct
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column
-from sparkmv.zset import WEIGHT, consolidate
+from sparkmv.zset import WEIGHT, consolidate, materialized
 
 
 def distinct(zset: DataFrame) -> DataFrame:
@@ -33,7 +33,7 @@ def evaluate(node: Distinct, version: Version, engine: DeltaEngine) -> DataFrame
 
 
 def delta(node: Distinct, engine: DeltaEngine) -> DataFrame:
-    change = consolidate(engine.delta(node.child))
+    change = materialized(consolidate(engine.delta(node.child)))  # read twice below
     keys = [f"__k{index}" for index in range(len(node.outputs))]
     changed_rows = change.select(
         *(column(o).alias(k) for o, k in zip(node.outputs, keys, strict=True))
