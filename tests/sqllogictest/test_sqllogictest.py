@@ -120,6 +120,7 @@ def test_a_view_that_differs_from_its_query_is_wrong() -> None:
     assert judge_view(query, outcome, [(5, None)], [(5, 0.0)]) == "wrong"
 
 
+@needs_corpus  # the ledger's coverage is counted against the corpus's files
 def test_recorded_parts_merge_into_the_ledger(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
