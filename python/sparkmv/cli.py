@@ -26,13 +26,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--warehouse", default=None, help="warehouse and catalog directory (./spark-warehouse)"
     )
     sql.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark configuration"
+        "--conf",
+        action="append",
+        default=[],
+        type=conf_pair,
+        metavar="KEY=VALUE",
+        help="Spark configuration",
     )
     commands.add_parser("jar", help="print the path of the extension jar (building it if needed)")
     args = parser.parse_args(argv)
 
-    if args.command == "sql" and any("=" not in item for item in args.conf):
-        parser.error("--conf takes KEY=VALUE")
     if args.command == "jar":
         try:
             print(jar_path())
@@ -43,8 +46,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _run_sql(args, sys.stdin, sys.stdout)
 
 
+def conf_pair(text: str) -> tuple[str, str]:
+    """A ``--conf KEY=VALUE`` option as ``(key, value)`` (an argparse ``type``)."""
+    key, equals, value = text.partition("=")
+    if not equals or not key:
+        raise argparse.ArgumentTypeError(f"takes KEY=VALUE, got {text!r}")
+    return key, value
+
+
 def _run_sql(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    conf = dict(item.split("=", 1) for item in args.conf)
+    conf = dict(args.conf)
     logging.getLogger("py4j").setLevel(logging.ERROR)
     shell = Shell.start(args.warehouse, conf, stdout)
     try:

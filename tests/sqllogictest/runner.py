@@ -106,6 +106,7 @@ from typing import Any
 
 import sqlglot
 from sparkmv.bridge import quiet_pyspark_error_logs
+from sparkmv.cli import conf_pair
 from sqlglot import exp
 
 REPO = Path(__file__).resolve().parents[2]
@@ -1190,6 +1191,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         "--conf",
         action="append",
         default=[],
+        type=conf_pair,
         metavar="KEY=VALUE",
         help="a Spark conf of the session, over SESSION_CONF (repeatable)",
     )
@@ -1293,7 +1295,7 @@ def _run_session(args: argparse.Namespace, selection: Selection) -> Summary:
 
     warehouse = args.warehouse or Path(tempfile.mkdtemp(prefix="sparkmv-slt-"))
     started = time.monotonic()
-    spark = sparkmv.session(warehouse, **{**SESSION_CONF, **session_confs(args.conf)})
+    spark = sparkmv.session(warehouse, **{**SESSION_CONF, **dict(args.conf)})
     try:
         session_seconds = time.monotonic() - started
         summary = run(spark, selection, args.dir, cleanup=args.cleanup)
@@ -1303,17 +1305,6 @@ def _run_session(args: argparse.Namespace, selection: Selection) -> Summary:
         spark.stop()
         if args.warehouse is None:
             shutil.rmtree(warehouse, ignore_errors=True)
-
-
-def session_confs(pairs: Sequence[str]) -> dict[str, str]:
-    """``--conf KEY=VALUE`` options as a dict (later ones win)."""
-    confs = {}
-    for pair in pairs:
-        key, equals, value = pair.partition("=")
-        if not equals or not key.strip():
-            raise SystemExit(f"--conf {pair!r}: expected KEY=VALUE")
-        confs[key.strip()] = value
-    return confs
 
 
 def _run_processes(args: argparse.Namespace, argv: Sequence[str] | None) -> Summary:
