@@ -11,11 +11,45 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 
+@dataclass(frozen=True)
+class _Hadoop:
+    """The JVM classes this module calls and the session's Hadoop configuration, looked up
+    once per Spark context: py4j resolves ``jvm.org.apache.hadoop.fs.Path`` one package
+    segment per round trip, and a refresh makes hundreds of file-system calls."""
+
+    context: Any  # the JavaSparkContext the handles belong to
+    configuration: Any
+    path: Any  # org.apache.hadoop.fs.Path
+    file_util: Any  # org.apache.hadoop.fs.FileUtil
+    io_utils: Any  # org.apache.commons.io.IOUtils
+    array_seq: Any  # scala.collection.mutable.ArraySeq: joins a Java array in one call
+
+
+_hadoop_handles: list[_Hadoop] = []  # at most one: the current Spark context's
+
+
+def _hadoop(spark: SparkSession) -> _Hadoop:
+    context: Any = spark._jsc
+    if _hadoop_handles and _hadoop_handles[0].context is context:
+        return _hadoop_handles[0]
+    jvm: Any = spark._jvm
+    handles = _Hadoop(
+        context,
+        context.hadoopConfiguration(),
+        jvm.org.apache.hadoop.fs.Path,
+        jvm.org.apache.hadoop.fs.FileUtil,
+        jvm.org.apache.commons.io.IOUtils,
+        jvm.scala.collection.mutable.ArraySeq,
+    )
+    _hadoop_handles[:] = [handles]
+    return handles
+
+
 def filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
     """The Hadoop FileSystem serving ``path``, and ``path`` as a Hadoop Path."""
-    jvm: Any = spark._jvm
-    hadoop_path = jvm.org.apache.hadoop.fs.Path(path)
-    return hadoop_path.getFileSystem(spark._jsc.hadoopConfiguration()), hadoop_path
+    hadoop = _hadoop(spark)
+    hadoop_path = hadoop.path(path)
+    return hadoop_path.getFileSystem(hadoop.configuration), hadoop_path
 
 
 def qualified(spark: SparkSession, path: str) -> str:
@@ -35,12 +69,19 @@ def exists(spark: SparkSession, path: str) -> bool:
     return bool(fs.exists(hadoop_path))
 
 
+_NUL = "\u0000"
+
+
 def list_names(spark: SparkSession, directory: str) -> list[str]:
     """Names of the entries of ``directory`` (none if it does not exist)."""
     fs, hadoop_path = filesystem(spark, directory)
     if not fs.exists(hadoop_path):
         return []
-    return sorted(str(status.getPath().getName()) for status in fs.listStatus(hadoop_path))
+    hadoop = _hadoop(spark)
+    paths = hadoop.file_util.stat2Paths(fs.listStatus(hadoop_path))
+    # Joined in the JVM (NUL is in no path): one round trip, not two per entry.
+    joined = str(hadoop.array_seq.make(paths).mkString(_NUL))
+    return sorted(path.rsplit("/", 1)[-1] for path in joined.split(_NUL) if path)
 
 
 def remove(spark: SparkSession, path: str) -> None:
@@ -51,10 +92,9 @@ def remove(spark: SparkSession, path: str) -> None:
 
 def read_text(spark: SparkSession, path: str) -> str:
     fs, hadoop_path = filesystem(spark, path)
-    jvm: Any = spark._jvm
     stream = fs.open(hadoop_path)
     try:
-        return str(jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8"))
+        return str(_hadoop(spark).io_utils.toString(stream, "UTF-8"))
     finally:
         stream.close()
 
@@ -66,8 +106,7 @@ def publish_text(spark: SparkSession, path: str, text: str) -> bool:
     sees the whole file or none, and a crash leaves at most a stray temporary file.
     """
     fs, target = filesystem(spark, path)
-    jvm: Any = spark._jvm
-    temporary = jvm.org.apache.hadoop.fs.Path(target.getParent(), f".{uuid.uuid4().hex}.tmp")
+    temporary = _hadoop(spark).path(target.getParent(), f".{uuid.uuid4().hex}.tmp")
     stream = fs.create(temporary, False)
     try:
         stream.write(bytearray(text.encode("utf-8")))
@@ -160,12 +199,11 @@ def link(spark: SparkSession, source: str, target: str) -> None:
 
 
 def _copy(spark: SparkSession, source: str, target: str, delete_source: bool) -> None:
-    jvm: Any = spark._jvm
+    hadoop = _hadoop(spark)
     fs, source_path = filesystem(spark, source)
     target_fs, target_path = filesystem(spark, target)
-    conf = spark._jsc.hadoopConfiguration()
-    if not jvm.org.apache.hadoop.fs.FileUtil.copy(
-        fs, source_path, target_fs, target_path, delete_source, conf
+    if not hadoop.file_util.copy(
+        fs, source_path, target_fs, target_path, delete_source, hadoop.configuration
     ):
         raise OSError(f"could not copy {source} to {target}")
 

@@ -63,14 +63,20 @@ class DeltaEngine:
         tables: Mapping[str, BaseState],
         rules: tuple[DeltaRule, ...],
         screens: Mapping[Scan, exp.Expr] | None = None,
+        values: dict[tuple[int, Version], tuple[Node, DataFrame]] | None = None,
     ) -> None:
         self.tables = tables
         self._rules = rules
         self.screens: Mapping[Scan, exp.Expr] = screens or {}
+        # Every ``evaluate`` result, by node identity (the node is kept, so its id stays
+        # unique): the n terms of a join's change read the same n inputs, and building a
+        # DataFrame costs JVM round trips and an analysis of its whole plan.
+        self._values = {} if values is None else values
 
     def screened(self, screens: Mapping[Scan, exp.Expr]) -> DeltaEngine:
-        """This engine with the scans' changes screened by ``screens``."""
-        return DeltaEngine(self.tables, self._rules, screens)
+        """This engine with the scans' changes screened by ``screens`` (values are not
+        screened: the two engines share them)."""
+        return DeltaEngine(self.tables, self._rules, screens, self._values)
 
     def rule(self, node: Node) -> DeltaRule:
         for rule in self._rules:
@@ -86,7 +92,11 @@ class DeltaEngine:
         """``node``'s value as a Z-set, over the base tables as of ``version``."""
         if version is Version.OLD and not self.changed(node):
             version = Version.NEW  # unchanged: old and new are the same rows
-        return self.rule(node).evaluate(node, version, self)
+        known = self._values.get((id(node), version))
+        if known is None:
+            known = (node, self.rule(node).evaluate(node, version, self))
+            self._values[(id(node), version)] = known
+        return known[1]
 
     def delta(self, node: Node) -> DataFrame:
         """``Δnode = node(NEW) − node(OLD)`` as a Z-set (empty when no table under ``node``
