@@ -91,6 +91,17 @@ class Tally:
 
     counts: Counter[str] = field(default_factory=Counter)
     started: str = field(default_factory=lambda: time.strftime("%Y-%m-%d %H:%M:%S %Z"))
+    # The code the run started with (a commit made while it runs is not what it checked).
+    commit: str = field(default_factory=lambda: _git("rev-parse", "HEAD"))
+    uncommitted_python_changes: bool = field(
+        default_factory=lambda: bool(_git("status", "--porcelain", "--", "python"))
+    )
+
+
+def _git(*arguments: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(REPO), *arguments], capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -140,9 +151,6 @@ def test_every_view_of_a_fleet_matches_its_query_after_every_refresh(
 
 def record(tally: Tally, path: Path) -> None:
     """Write the run's counts with what it ran: seed, examples, commit, times."""
-    commit = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "counts": dict(tally.counts),
@@ -150,7 +158,8 @@ def record(tally: Tally, path: Path) -> None:
             "seed": SEED,
             "examples": EXAMPLES,
             "fleet_size": FLEET_SIZE,
-            "commit": commit,
+            "commit": tally.commit,
+            "uncommitted_python_changes": tally.uncommitted_python_changes,
             "started": tally.started,
             "finished": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
         },
