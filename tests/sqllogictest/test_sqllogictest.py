@@ -31,6 +31,7 @@ from runner import (
     format_rows,
     judge_view,
     load_plan,
+    overlapping_parts,
     parse_script,
     print_ledger,
     provenance,
@@ -143,3 +144,22 @@ def test_recorded_parts_merge_into_the_ledger(
     assert "SLT queries 4" in printed and "SLT view-wrong 1" in printed
     assert "SLT covered select1 4 of 1000" in printed
     assert "part part1.json: 2 queries" in printed
+
+
+def test_parts_that_share_a_record_are_reported(tmp_path: Path) -> None:
+    """Shards may be split later (2/8 = 2/16 + 10/16); a part that repeats another's
+    records is reported, whatever the shard counts."""
+    for name, command in (
+        ("a", "--files select4 --shard 2/8"),
+        ("b", "--files select4 --shard 10/16"),  # inside a: overlaps
+        ("c", "--files select4 --shard 3/16"),  # in 3/8: none of a's
+        ("d", "--files select5 --shard 2/8"),  # another file
+        ("e", "--files select4,select5 --shard 1/8"),  # 1/8 of both: none of a's, d's
+    ):
+        record_part(Summary(), tmp_path / f"{name}.json", provenance(command.split()))
+    parts = sorted(tmp_path.glob("*.json"))
+    totals = {"select4": 2832, "select5": 732}
+    assert overlapping_parts(parts, totals) == [("a.json", "b.json")]
+    # With 2831 select4 records, e's select5 records are 1, 9, …: d's (2/8 of select5 alone).
+    totals = {"select4": 2831, "select5": 732}
+    assert overlapping_parts(parts, totals) == [("a.json", "b.json"), ("d.json", "e.json")]
