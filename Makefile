@@ -27,8 +27,6 @@ sqllogictest: $(INSTALLED) $(JAR)
 # The full run in parts, one sitting each: `make sqllogictest-part FILES=select3 SHARD=1/4`
 # records its counts and failures, with the commit it ran on, in tests/sqllogictest/ledger/;
 # `make sqllogictest-ledger` merges the recorded parts and says what is not covered yet.
-# A shard too long for one sitting splits in two: SHARD=2/16 and SHARD=10/16 are 2/8 (the
-# ledger reports parts that ran a record twice).
 FILES ?= select1
 SHARD ?= 1/1
 sqllogictest-part: $(INSTALLED) $(JAR)
