@@ -1202,6 +1202,20 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def selection_of(args: argparse.Namespace) -> Selection:
+    """The query records the command line ``args`` select."""
+    shard, shards = (int(part) for part in args.shard.split("/"))
+    return Selection(
+        files=[name.strip() for name in args.files.split(",") if name.strip()],
+        limit=args.limit,
+        sample=args.sample,
+        seed=args.seed,
+        shard=(shard, shards),
+        chunk=args.chunk,
+        max_tables=args.max_tables,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arguments(argv)
     started = provenance(argv)
@@ -1216,17 +1230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif args.processes > 1:
         summary = _run_processes(args, argv)
     else:
-        shard, shards = (int(part) for part in args.shard.split("/"))
-        selection = Selection(
-            files=[name.strip() for name in args.files.split(",") if name.strip()],
-            limit=args.limit,
-            sample=args.sample,
-            seed=args.seed,
-            shard=(shard, shards),
-            chunk=args.chunk,
-            max_tables=args.max_tables,
-        )
-        summary = _run_session(args, selection)
+        summary = _run_session(args, selection_of(args))
     if args.json is not None:
         args.json.write_text(json.dumps(summary.to_json(), indent=1))
     if args.record is not None:
@@ -1309,11 +1313,11 @@ def overlapping_parts(parts: Sequence[Path], totals: dict[str, int]) -> list[tup
         command = json.loads(path.read_text()).get("provenance", {}).get("command")
         if not command:
             continue  # nothing says what it ran
-        arguments = _arguments(command.split()[1:])
-        shard, count = (int(part) for part in arguments.shard.split("/"))
+        selection = selection_of(_arguments(command.split()[1:]))
+        shard, count = selection.shard
         records: dict[str, set[int]] = {}
         offset = 0
-        for name in (name.strip() for name in arguments.files.split(",") if name.strip()):
+        for name in selection.files:
             total = totals.get(name, 0)
             first = (shard - 1 - offset) % count
             records[name] = set(range(first, total, count))
