@@ -10,6 +10,7 @@ FULL under AUTO and to refuse INCREMENTAL.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,15 +73,15 @@ def not_maintainable(construct: str) -> Maintainability:
 
 
 def analyze_maintainability(
-    query: ParsedQuery, database: str, data: DataFrame, tables: dict[str, DataFrame]
+    query: ParsedQuery, database: str, data: DataFrame, columns: Mapping[str, tuple[str, ...]]
 ) -> Maintainability:
     """Whether ``query`` (whose unqualified names resolve in ``database``, analyzed by Spark
-    as ``data``, over the base ``tables``) can be maintained incrementally, with its IR."""
+    as ``data``, over base tables with these ``columns``) can be maintained incrementally,
+    with its IR."""
     if query.tree is None:
         return Maintainability(
             False, "sqlglot cannot parse the query, so its deltas cannot be derived"
         )
-    columns = {table: tuple(frame.columns) for table, frame in tables.items()}
     by_database: dict[str, dict[str, dict[str, str]]] = {}
     for table, names in columns.items():
         db, _, name = table.partition(".")
@@ -88,7 +89,7 @@ def analyze_maintainability(
     schema: dict[str, object] = dict(by_database.items())
     try:
         qualified = qualify(query.tree.copy(), schema=schema, db=database, dialect="spark")
-        root, _ = RelationalBuilder(columns).build(qualified)
+        root, _ = RelationalBuilder(dict(columns)).build(qualified)
     except NotMaintainableError as error:
         return not_maintainable(str(error))
     except (SqlglotError, AssertionError) as error:  # qualify asserts on some shapes

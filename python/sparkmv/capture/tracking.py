@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from sparkmv import fs
 from sparkmv.capture.change_log import ChangeLog, FileRef
@@ -25,7 +26,7 @@ from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import LogPosition
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
 from sparkmv.config import LOG_DIR_NAME
-from sparkmv.parse.statements import TableName, sql_string
+from sparkmv.parse.statements import TableName
 
 TRACKABLE_PROVIDERS = frozenset({"parquet"})
 TRACKING_KEYS = (keys.TRACKING_LOG, keys.TRACKING_DEPENDENTS)
@@ -65,6 +66,14 @@ class BaseTable:
 def positions(bases: list[BaseTable]) -> dict[str, LogPosition]:
     """The log position of every tracked base table (what a refresh has consumed)."""
     return {base.name: base.position for base in bases if base.position is not None}
+
+
+def schemas(bases: list[BaseTable]) -> dict[str, StructType] | None:
+    """Every base table's schema as tracking read it from the catalog; None when some base
+    table is untracked (its schema was not read)."""
+    if any(base.log is None for base in bases):
+        return None
+    return {base.name: base.log.schema for base in bases if base.log is not None}
 
 
 def untracked_reason(entry: CatalogEntry | None) -> str:
@@ -128,10 +137,7 @@ class Tracking:
         if dependents:
             self._set(table, {keys.TRACKING_DEPENDENTS: json.dumps(sorted(dependents))})
             return
-        self.spark.sql(
-            f"ALTER TABLE {table.quoted} UNSET TBLPROPERTIES IF EXISTS "
-            f"({sql_string(keys.TRACKING_LOG)}, {sql_string(keys.TRACKING_DEPENDENTS)})"
-        )
+        self.catalog.alter_properties(table, {}, unset=TRACKING_KEYS)
         fs.remove(self.spark, entry.properties[keys.TRACKING_LOG])
 
     def files(self, table: TableName) -> TableFiles:
@@ -148,8 +154,7 @@ class Tracking:
         self._set(table, {key: properties[key] for key in TRACKING_KEYS if key in properties})
 
     def _set(self, table: TableName, values: dict[str, str]) -> None:
-        listed = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in values.items())
-        self.spark.sql(f"ALTER TABLE {table.quoted} SET TBLPROPERTIES ({listed})")
+        self.catalog.alter_properties(table, values)
 
     def _log(self, entry: CatalogEntry) -> ChangeLog:
         root = entry.properties[keys.TRACKING_LOG]

@@ -131,6 +131,8 @@ class MvMetadata:
     layout: StorageLayout = PLAIN
     # stored rows of the snapshot that its mask hides (merge-on-read, ``apply/snapshot.py``)
     masked_rows: int = 0
+    # the schemas key the delta rules' types were checked for ("" when not checked)
+    checked_schemas: str = ""
     format_version: int = keys.FORMAT_VERSION
 
     def with_changes(self, **changes: object) -> MvMetadata:
@@ -171,6 +173,7 @@ class MvMetadata:
                     {table: p.to_json() for table, p in self.consumed_versions.items()},
                     sort_keys=True,
                 ),
+                keys.CHECKED_SCHEMAS: self.checked_schemas,
             }
         )
 
@@ -226,5 +229,6 @@ class MvMetadata:
                 value_counters=values.get(keys.STORAGE_VALUE_COUNTERS) == "true",
             ),
             masked_rows=number(keys.STORAGE_MASKED_ROWS),
+            checked_schemas=values.get(keys.CHECKED_SCHEMAS, ""),
             format_version=version,
         )

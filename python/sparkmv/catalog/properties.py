@@ -40,6 +40,9 @@ LAST_REASON = "sparkmv.last_refresh.reason"
 LAST_REFRESHED_AT = "sparkmv.last_refresh.at_ms"
 LAST_DURATION = "sparkmv.last_refresh.duration_ms"
 CONSUMED_VERSIONS = "sparkmv.consumed_versions"  # JSON {base table: {log, version}}
+# The schemas (``plan/view_delta.py: schemas_key``) for which the delta rules' column types were
+# checked against the query's: a refresh over the same schemas skips the check.
+CHECKED_SCHEMAS = "sparkmv.maintenance.checked_schemas"
 
 # On base tables (not views): change capture.
 TRACKING_LOG = "sparkmv.tracking.log"  # root of the table's change log

@@ -72,6 +72,13 @@ class ViewCatalog:
             self._session, table.database, table.name, json.dumps(units), empty_location
         )
 
+    def alter_properties(
+        self, table: TableName, values: dict[str, str], unset: tuple[str, ...] = ()
+    ) -> None:
+        """Set ``values`` on ``table`` (resolved) and remove the ``unset`` keys, in one
+        metastore call (no statement to parse and analyse)."""
+        self._bridge.alterProperties(self._session, table.database, table.name, values, list(unset))
+
     def resolve(self, name: TableName) -> TableName:
         """``name`` qualified with the current database; names are case-insensitive."""
         database = name.database or self.spark.catalog.currentDatabase()

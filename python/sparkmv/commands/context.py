@@ -10,6 +10,7 @@ from pyspark.sql import SparkSession
 
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking
+from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
 from sparkmv.parse.statements import TableName
 
@@ -59,8 +60,9 @@ class CommandContext:
         problem = f"base table {qualified}: {missed}" if missed else ""
         return BaseTable(qualified, state.log, state.log.current_version(), files, problem)
 
-    def compact_logs(self, base_tables: tuple[str, ...]) -> None:
-        """Retention: drop the log versions every dependent view has consumed.
+    def compact_logs(self, base_tables: tuple[str, ...], committed: MvMetadata) -> None:
+        """Retention: drop the log versions every dependent view has consumed; ``committed``
+        is the metadata the calling command just committed (not looked up again).
 
         The log can only shrink when no dependent still stands at its earliest retained
         version, so the dependents are read until the first one that does: when many views
@@ -73,19 +75,19 @@ class CommandContext:
             log = self.tracking.state_of(table, entry).log
             if log is None:
                 continue
-            through = self._consumed_by_all(qualified, log, entry)
+            through = self._consumed_by_all(qualified, log, entry, committed)
             if through is not None:
                 log.compact(through)
 
     def _consumed_by_all(
-        self, qualified: str, log: ChangeLog, entry: CatalogEntry | None
+        self, qualified: str, log: ChangeLog, entry: CatalogEntry | None, committed: MvMetadata
     ) -> int | None:
         """The newest version of ``log`` every dependent of ``qualified`` has consumed, or
         None when that is not past the log's earliest retained version (nothing to drop)."""
         earliest = log.earliest_readable()
         through: int | None = None
         for dependent in self.tracking.dependents(entry):
-            view = self.catalog.find(dependent)
+            view = committed if dependent == committed.name else self.catalog.find(dependent)
             if view is None:
                 continue  # dropped without stopping tracking: it reads nothing any more
             position = view.consumed_versions.get(qualified)

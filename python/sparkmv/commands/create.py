@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.query import ParsedQuery, parse_query, query_dataframe
@@ -19,7 +19,7 @@ from sparkmv.apply.materialize import (
     now_ms,
     write_new_snapshot,
 )
-from sparkmv.capture.tracking import positions
+from sparkmv.capture.tracking import BaseTable, positions, schemas
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata, RefreshStats
 from sparkmv.commands.context import CommandContext, Rows
@@ -36,7 +36,7 @@ from sparkmv.parse.statements import (
     TableName,
 )
 from sparkmv.plan.refresh_plan import check_policy, storage_layout
-from sparkmv.plan.view_delta import maintainability_of, stored_rows
+from sparkmv.plan.view_delta import maintainability_of, schemas_key, stored_rows
 
 RESULT_SCHEMA = ""
 INITIAL_REASON = "initial materialization"
@@ -145,6 +145,7 @@ def execute_create(
         ),
         consumed_versions=positions(bases),
         layout=layout,
+        checked_schemas=checked_schemas(context.spark, plan, bases),
     )
     try:
         create_catalog_view(
@@ -158,6 +159,15 @@ def execute_create(
         dropped = set(plan.replaces.base_tables) - set(plan.query.base_tables)
         context.stop_tracking(plan.name, tuple(sorted(dropped)))
     return metadata
+
+
+def checked_schemas(spark: SparkSession, plan: CreatePlan, bases: list[BaseTable]) -> str:
+    """The ``schemas_key`` the plan's maintainability was checked for: the schemas tracking
+    read right after the check ("" when the view is not maintained, or a table is untracked)."""
+    base_schemas = schemas(bases)
+    if not plan.maintainability.incremental or base_schemas is None:
+        return ""
+    return schemas_key(spark, plan.data, base_schemas)
 
 
 def check_trigger(trigger: RefreshTrigger | None) -> None:

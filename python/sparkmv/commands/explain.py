@@ -54,8 +54,8 @@ def run(context: CommandContext, statement: ExplainStatement) -> Rows:
 
 def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode: str) -> str:
     view = context.catalog.get(context.catalog.resolve(statement.name))
-    query = refresh.view_query(context.spark, view)
     bases = context.peek_tracking(view.base_tables)
+    query = refresh.view_query(context.spark, view, bases)
     plan = refresh.refresh_plan(view, query, statement.mode, bases)
     lines = [
         "== Refresh Plan ==",

@@ -17,7 +17,7 @@ from sparkmv.analyze.query import parse_query, query_dataframe
 from sparkmv.analyze.relational import Node, read_columns
 from sparkmv.apply.incremental import ChangeDoesNotFitError
 from sparkmv.apply.materialize import commit_snapshot, full_refresh, incremental_refresh, now_ms
-from sparkmv.capture.tracking import BaseTable, positions
+from sparkmv.capture.tracking import BaseTable, positions, schemas
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import STORAGE_BUCKETS_CONF
@@ -33,8 +33,10 @@ from sparkmv.plan.refresh_plan import (
     storage_layout,
 )
 from sparkmv.plan.view_delta import (
+    checked_maintainability,
     irrelevance_screens,
     maintainability_of,
+    schemas_key,
     skipped_rows,
     stored_change,
     stored_rows,
@@ -50,16 +52,31 @@ NO_CHANGE = "no base table changed since the last refresh"
 
 @dataclass(frozen=True)
 class ViewQuery:
-    """A view's query as Spark analyzed it, and whether the delta rules can maintain it."""
+    """A view's query as Spark analyzed it, whether the delta rules can maintain it, and
+    the ``schemas_key`` that verdict was checked for ("" when it was not)."""
 
     data: DataFrame
     maintainability: Maintainability
+    checked_schemas: str = ""
 
 
-def view_query(spark: SparkSession, view: MvMetadata) -> ViewQuery:
+def view_query(
+    spark: SparkSession, view: MvMetadata, bases: list[BaseTable] | None = None
+) -> ViewQuery:
+    """The view's query analyzed again (the base tables may have changed). Given ``bases``
+    as tracking read them, the rules' type check is skipped when it passed for the same
+    schemas before (``MvMetadata.checked_schemas``)."""
     data = query_dataframe(spark, view.query, view.query_database)
     parsed = parse_query(view.query, view.query_database)
-    return ViewQuery(data, maintainability_of(spark, parsed, view.query_database, data))
+    base_schemas = schemas(bases) if bases is not None else None
+    if base_schemas is None:
+        return ViewQuery(data, maintainability_of(spark, parsed, view.query_database, data))
+    key = schemas_key(spark, data, base_schemas)
+    if key == view.checked_schemas:
+        found = checked_maintainability(parsed, view.query_database, data, base_schemas)
+    else:
+        found = maintainability_of(spark, parsed, view.query_database, data)
+    return ViewQuery(data, found, key if found.incremental else "")
 
 
 def refresh_plan(
@@ -141,11 +158,13 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     started = now_ms()
     spark = context.spark
     view = context.catalog.get(context.catalog.resolve(statement.name))
-    query = view_query(spark, view)
-    plan_refresh(view.name, view.policy, statement.mode, query.maintainability)  # may refuse
     bases = context.start_tracking(view.name, view.base_tables)
+    query = view_query(spark, view, bases)
+    plan_refresh(view.name, view.policy, statement.mode, query.maintainability)  # may refuse
     plan = refresh_plan(view, query, statement.mode, bases)
-    consumed = view.with_changes(consumed_versions=positions(bases))
+    consumed = view.with_changes(
+        consumed_versions=positions(bases), checked_schemas=query.checked_schemas
+    )
     updated: MvMetadata | None = None
     irrelevant: dict[str, int] = {}
     if plan.reason == NO_CHANGE:
@@ -171,7 +190,7 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
         if layout.buckets:
             data = stored_rows(query.maintainability, base_states(spark, view, bases, False))
         updated = full_refresh(spark, context.catalog, consumed, data, layout, plan.reason, started)
-    context.compact_logs(view.base_tables)
+    context.compact_logs(view.base_tables, updated)
     inserted = updated.stats.rows_inserted - view.stats.rows_inserted
     deleted = updated.stats.rows_deleted - view.stats.rows_deleted
     skipped = sum(irrelevant.values()) if plan.mode == INCREMENTAL else 0

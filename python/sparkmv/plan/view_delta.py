@@ -9,6 +9,9 @@ and the visible change follows from them (``apply/incremental.py``).
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping
 from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
@@ -42,7 +45,8 @@ def maintainability_of(
     """``analyze_maintainability``, then a check that the delta rules' evaluation of the IR
     has the query's column types (sqlglot reads the query, Spark runs the rules)."""
     tables = {table: spark.table(table) for table in query.base_tables}
-    found = analyze_maintainability(query, database, data, tables)
+    columns = {table: tuple(frame.columns) for table, frame in tables.items()}
+    found = analyze_maintainability(query, database, data, columns)
     if not found.incremental or found.root is None:
         return found
     for field in data.schema.fields:
@@ -64,6 +68,28 @@ def maintainability_of(
             f"({_types(actual)} instead of {_types(expected)})",
         )
     return found
+
+
+def schemas_key(spark: SparkSession, data: DataFrame, schemas: Mapping[str, T.StructType]) -> str:
+    """What the outcome of ``maintainability_of`` depends on besides the query's text: the
+    query's column types, the base tables' schemas (by table) and ANSI mode (it decides
+    which sums the rules can maintain). A view remembers the key its check passed for."""
+    facts = [
+        spark.conf.get(ANSI_CONF, "true"),
+        data.schema.json(),
+        sorted((table, schema.json()) for table, schema in schemas.items()),
+    ]
+    return hashlib.sha256(json.dumps(facts).encode("utf-8")).hexdigest()
+
+
+def checked_maintainability(
+    query: ParsedQuery, database: str, data: DataFrame, schemas: Mapping[str, T.StructType]
+) -> Maintainability:
+    """``maintainability_of`` for a view whose check passed for these ``schemas`` (same
+    ``schemas_key``): the analysis alone, which only needs the tables' column names. The
+    type check would build the whole query's DataFrame over the base tables again."""
+    columns = {table: tuple(schema.fieldNames()) for table, schema in schemas.items()}
+    return analyze_maintainability(query, database, data, columns)
 
 
 def _types(types: list[T.DataType]) -> str:

@@ -69,6 +69,28 @@ object CatalogBridge {
   }
 
   /**
+   * Sets and removes table properties in one metastore call, as `ALTER TABLE ... SET` /
+   * `UNSET TBLPROPERTIES` would, without parsing and analysing a statement (a view over many
+   * base tables changes the tracking properties of each when it is created or dropped).
+   */
+  def alterProperties(
+      spark: SparkSession,
+      db: String,
+      name: String,
+      setProperties: java.util.Map[String, String],
+      unsetKeys: java.util.List[String]): Unit = {
+    val catalog = spark.sessionState.catalog
+    val ident = TableIdentifier(name, Some(db))
+    val current = catalog.getTableRawMetadata(ident)
+    val unset = unsetKeys.asScala.toSet
+    catalog.alterTable(
+      current.copy(properties =
+        current.properties.filter { case (key, _) => !unset.contains(key) } ++
+          setProperties.asScala))
+    catalog.invalidateCachedTable(ident)
+  }
+
+  /**
    * Where the table's data lives: `[[null, location]]` for an unpartitioned table, otherwise
    * `[[{column: value}, location], ...]` per partition (values as the catalog stores them).
    */
