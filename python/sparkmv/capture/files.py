@@ -17,7 +17,7 @@ from urllib.parse import unquote
 from pyspark.sql import SparkSession
 
 from sparkmv import fs
-from sparkmv.catalog.views import ViewCatalog
+from sparkmv.catalog.views import CatalogEntry, ViewCatalog
 from sparkmv.parse.statements import TableName
 
 PartitionSpec = tuple[tuple[str, str | None], ...]
@@ -113,10 +113,19 @@ def files_digest(files: Iterable[DataFile]) -> str:
     return sha.hexdigest()
 
 
-def list_table_files(spark: SparkSession, catalog: ViewCatalog, table: TableName) -> TableFiles:
-    """The table's current data files, listed afresh (never from Spark's file cache)."""
+def list_table_files(
+    spark: SparkSession, catalog: ViewCatalog, table: TableName, entry: CatalogEntry | None = None
+) -> TableFiles:
+    """The table's current data files, listed afresh (never from Spark's file cache).
+    ``entry``, the table's catalog entry if the caller just read it, holds the location of
+    an unpartitioned table (the partitions of a partitioned one are looked up)."""
+    locations: list[tuple[dict[str, str | None] | None, str]]
+    if entry is not None and entry.location is not None and not entry.partition_columns:
+        locations = [(None, entry.location)]
+    else:
+        locations = catalog.data_locations(table)
     units = []
-    for values, location in catalog.data_locations(table):
+    for values, location in locations:
         spec = partition_spec(values)
         files = tuple(
             DataFile(status.path, status.size, status.modified_ms, spec)

@@ -145,7 +145,7 @@ def run_row_level_write(
     entry = tracking.catalog.entry(table)
     assert entry is not None and entry.location is not None  # the statement just resolved it
     log = tracking.state_of(table, entry).log
-    before = tracking.files(table)
+    before = tracking.files(table, entry)
     if log is not None:
         log.reconcile(before, writer=True)
     if kind == MERGE:

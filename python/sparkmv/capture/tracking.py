@@ -39,6 +39,7 @@ class TableTracking:
     table: TableName
     log: ChangeLog | None
     untracked_reason: str = ""
+    entry: CatalogEntry | None = None  # the catalog entry the state was read from
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,7 @@ class Tracking:
         reason = untracked_reason(entry)
         if reason or entry is None or keys.TRACKING_LOG not in entry.properties:
             return TableTracking(table, None, reason or "no materialized view tracks it")
-        return TableTracking(table, self._log(entry))
+        return TableTracking(table, self._log(entry), entry=entry)
 
     def start(self, table: TableName, view: TableName) -> TableTracking:
         """Make ``view`` a dependent of ``table``; begin capture if it is the first."""
@@ -115,7 +116,7 @@ class Tracking:
         if log_root is None:
             # The log starts with the table's current files: the state it vouches for.
             log_root = self._new_log_root(table)
-            ChangeLog(self.spark, log_root, entry.schema).commit("START", self.files(table))
+            ChangeLog(self.spark, log_root, entry.schema).commit("START", self.files(table, entry))
         if str(view) not in dependents:
             dependents.add(str(view))
             self._set(
@@ -125,7 +126,7 @@ class Tracking:
                     keys.TRACKING_DEPENDENTS: json.dumps(sorted(dependents)),
                 },
             )
-        return TableTracking(table, ChangeLog(self.spark, log_root, entry.schema))
+        return TableTracking(table, ChangeLog(self.spark, log_root, entry.schema), entry=entry)
 
     def stop(self, table: TableName, view: TableName) -> None:
         """Remove ``view`` from ``table``'s dependents; the last one ends capture."""
@@ -140,8 +141,9 @@ class Tracking:
         self.catalog.alter_properties(table, {}, unset=TRACKING_KEYS)
         fs.remove(self.spark, entry.properties[keys.TRACKING_LOG])
 
-    def files(self, table: TableName) -> TableFiles:
-        return list_table_files(self.spark, self.catalog, table)
+    def files(self, table: TableName, entry: CatalogEntry | None = None) -> TableFiles:
+        """``table``'s data files now; ``entry``: its catalog entry, if just read."""
+        return list_table_files(self.spark, self.catalog, table, entry)
 
     @staticmethod
     def dependents(entry: CatalogEntry | None) -> list[TableName]:

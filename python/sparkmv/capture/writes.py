@@ -65,7 +65,7 @@ class WriteCapture:
             return token
         state = self.tracking.state_of(table, entry)
         if state.log is not None and entry is not None:
-            files = self.tracking.files(table)
+            files = self.tracking.files(table, entry)
             state.log.reconcile(files, writer=True)
             replaces = mode in (OVERWRITE_MODE, REPLACE_TABLE)
             preserved = self._preserve(state.log, files) if replaces else {}
@@ -132,7 +132,7 @@ class WriteCapture:
         if entry is not None and not self.tracking.state_of(table, entry).log:
             # saveAsTable overwrite dropped and re-created the table, properties and all.
             self.tracking.restore(table, write.properties)
-        after = self.tracking.files(table)
+        after = self.tracking.files(table, entry)
         before_paths, after_paths = write.before.by_path(), after.by_path()
         added = [FileRef.of(after_paths[p]) for p in sorted(after_paths.keys() - before_paths)]
         removed = sorted(before_paths.keys() - after_paths)

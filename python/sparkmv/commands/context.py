@@ -55,7 +55,7 @@ class CommandContext:
         state = tracking(table)
         if state.log is None:
             return BaseTable(qualified, None, 0, None, state.untracked_reason)
-        files = self.tracking.files(table)
+        files = self.tracking.files(table, state.entry)
         missed = state.log.reconcile(files) if reconcile else state.log.verify(files)
         problem = f"base table {qualified}: {missed}" if missed else ""
         return BaseTable(qualified, state.log, state.log.current_version(), files, problem)
