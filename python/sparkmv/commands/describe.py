@@ -43,7 +43,7 @@ def change_logs(context: CommandContext, view: MvMetadata) -> list[tuple[str, st
         position = view.consumed_versions.get(qualified)
         consumed = position.version if position else 0
         current = state.log.current_version()
-        problem = state.log.verify(context.tracking.files(state.table))
+        problem = state.log.verify(context.tracking.files(state.table, state.entry))
         if position is None or position.log != state.log.root:
             problem = problem or "the view has not read this table's current change log"
         try:
