@@ -27,11 +27,14 @@ sqllogictest: $(INSTALLED) $(JAR)
 # The full run in parts, one sitting each: `make sqllogictest-part FILES=select3 SHARD=1/4`
 # records its counts and failures, with the commit it ran on, in tests/sqllogictest/ledger/;
 # `make sqllogictest-ledger` merges the recorded parts and says what is not covered yet.
+# RECORDS=a-b runs the a-th to b-th records only (with SHARD: every n-th of those).
 FILES ?= select1
 SHARD ?= 1/1
+RECORDS ?=
+PART := $(FILES)$(if $(RECORDS),-records-$(RECORDS))-$(subst /,-of-,$(SHARD))
 sqllogictest-part: $(INSTALLED) $(JAR)
 	$(PY) tests/sqllogictest/runner.py --files $(FILES) --shard $(SHARD) \
-		--record tests/sqllogictest/ledger/$(FILES)-$(subst /,-of-,$(SHARD)).json
+		$(if $(RECORDS),--records $(RECORDS)) --record tests/sqllogictest/ledger/$(PART).json
 
 sqllogictest-ledger: $(INSTALLED)
 	$(PY) tests/sqllogictest/runner.py --ledger tests/sqllogictest/ledger

@@ -8,12 +8,17 @@ Per test file the records are replayed in order: ``statement ok`` records build 
 (CREATE TABLE, INSERT; CREATE INDEX and other statements Spark has no use for are skipped and
 counted), and every query sees the tables as the statements before it left them. Queries that
 see the same state form a group (in select1-5 each file is one group). A group is run in
-chunks of at most ``--chunk`` views, each chunk in a database of its own:
+chunks of at most ``--chunk`` views, each chunk in a database of its own. In select5 a chunk
+is a run of consecutive records that read the same tables (its three equivalent spellings of
+each join): its 732 queries join 4 to 64 of 64 tables, and in a database shared by many of
+them most tables would change in the batches, so that a 64-table view's change would have
+dozens of terms of 63 joins each, where real workloads change a few tables at a time.
 
 1. create the tables the chunk's queries read (parquet). Some of them are *dynamic*: at
    least two (or all) of the tables of every query, chosen with a seeded RNG (select5's
    queries join up to 64 tables, and each changed table costs six captured writes). Load
-   all rows of the other tables and the first half of each dynamic table's rows;
+   the first half of each dynamic table's rows; the other tables hold all their rows, as
+   external tables over one copy of them written once per run (``static_location``);
 2. ``CREATE MATERIALIZED VIEW q<line> (c1, ..., cn) AS <query>`` for every query record;
 3. batch 1, per dynamic table: INSERT the next quarter of its rows, DELETE a few present
    rows (seeded choice; null-safe match on every column, so every copy goes); then
@@ -70,8 +75,10 @@ Command line (each process its own temporary warehouse and JVM)::
     python tests/sqllogictest/runner.py --processes 2        # --shard i/2 each, merged counts
     python tests/sqllogictest/runner.py --merge a.json b.json
     python tests/sqllogictest/runner.py --files select4 --shard 1/4 --record ledger/s4-1.json
+    python tests/sqllogictest/runner.py --files select5 --records 1-120  # records 1 to 120
     python tests/sqllogictest/runner.py --ledger tests/sqllogictest/ledger   # recorded parts merged
-    (also --shard i/n, --max-tables N, --chunk N, --warehouse DIR, --cleanup, --engine-logs)
+    (also --shard i/n, --records a-b, --max-tables N, --chunk N, --warehouse DIR, --cleanup,
+    --engine-logs)
 
 ``--sample`` picks N records at random over all selected files; ``--limit`` the first N of
 each file; views of one chunk share a database and are not dropped unless ``--cleanup``
@@ -105,6 +112,7 @@ from pathlib import Path
 from typing import Any
 
 import sqlglot
+from sparkmv import fs
 from sparkmv.bridge import quiet_pyspark_error_logs
 from sparkmv.cli import conf_pair
 from sqlglot import exp
@@ -121,6 +129,9 @@ SESSION_CONF = {
 }
 ANSI = "spark.sql.ansi.enabled"
 DEFAULT_CHUNK = 250
+CHUNK_BY_TABLES = frozenset({"select5"})
+"""Files whose chunks are runs of consecutive records that read the same tables (module
+docstring)."""
 HASHED = re.compile(r"^(\d+) values hashing to ([0-9a-f]{32})$")
 ERROR_CLASS = re.compile(r"^\[([A-Z0-9_.]+)\]")
 COUNTERS = (
@@ -397,9 +408,10 @@ class Table:
     columns: tuple[str, ...]
     types: tuple[str, ...]
 
-    def ddl(self, database: str) -> str:
+    def ddl(self, database: str, location: str | None = None) -> str:
         columns = ", ".join(f"{c} {t}" for c, t in zip(self.columns, self.types, strict=True))
-        return f"CREATE TABLE {database}.{self.name} ({columns}) USING parquet"
+        where = f" LOCATION '{location}'" if location else ""
+        return f"CREATE TABLE {database}.{self.name} ({columns}) USING parquet{where}"
 
     def insert(self, database: str, rows: Sequence[Row]) -> str:
         values = ", ".join("(" + ", ".join(_literal(v) for v in row) + ")" for row in rows)
@@ -717,12 +729,14 @@ def run_chunk(
     group: Group,
     queries: Sequence[Query],
     database: str,
+    static: str,
     seed: int,
     cleanup: bool,
     timings: defaultdict[str, float],
     progress: bool = False,
 ) -> list[Outcome]:
-    """Run ``queries`` (of ``group``) as views in a fresh ``database``; their outcomes."""
+    """Run ``queries`` (of ``group``) as views in a fresh ``database``; their outcomes.
+    ``static``: the database of the tables' rows that chunks share (``static_location``)."""
     started = time.monotonic()
 
     def say(step: str, since: float) -> None:
@@ -754,9 +768,13 @@ def run_chunk(
     spark.sql(f"USE {database}")
     try:
         for name in rows:
-            spark.sql(group.tables[name].ddl(database))
-            if plan.initial[name]:
-                spark.sql(group.tables[name].insert(database, plan.initial[name]))
+            table = group.tables[name]
+            if len(plan.initial[name]) < len(rows[name]):  # dynamic: its own files
+                spark.sql(table.ddl(database))
+                spark.sql(table.insert(database, plan.initial[name]))
+            else:  # never written: over the group's one copy of its rows
+                location = static_location(spark, group, name, static)
+                spark.sql(table.ddl(database, location))
         timings["setup"] += time.monotonic() - started
         dynamic = sum(1 for name in rows if len(plan.initial[name]) < len(rows[name]))
         say(f"{len(rows)} tables ({dynamic} changed in the batches)", started)
@@ -813,6 +831,28 @@ def run_chunk(
             spark.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")
         timings["cleanup"] += time.monotonic() - mark
     return [item.outcome for item in live]
+
+
+def static_location(spark: Any, group: Group, name: str, static: str) -> str:
+    """The files of table ``name`` with all of ``group``'s rows, written once per run (a
+    table of the database ``static``): every chunk's copy of a table its batches do not
+    change is an external table over them, so a chunk creates it with one metastore call,
+    not a write (select5's chunks read up to 64 tables each, and change two).
+    """
+    table = group.tables[name]
+    source = Table(f"{group.file}_{group.number}_{name}", table.columns, table.types)
+    location = f"{static_files(spark, static)}/{source.name}"
+    if not spark.catalog.tableExists(f"{static}.{source.name}"):
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {static}")
+        spark.sql(source.ddl(static, location))
+        if group.rows[name]:
+            spark.sql(source.insert(static, group.rows[name]))
+    return location
+
+
+def static_files(spark: Any, static: str) -> str:
+    warehouse = str(spark.conf.get("spark.sql.warehouse.dir")).rstrip("/")
+    return f"{warehouse}/{static}_files"
 
 
 def _anonymous(message: str, database: str, view: str) -> str:
@@ -931,6 +971,7 @@ class Selection:
     sample: int | None = None  # N query records chosen at random over all selected files
     seed: int = 0
     shard: tuple[int, int] = (1, 1)  # (i, n): every n-th selected record from the i-th
+    records: tuple[int, int] | None = None  # (a, b): the a-th to b-th selected records
     max_tables: int | None = None  # only records whose query reads at most this many tables
     chunk: int = DEFAULT_CHUNK
 
@@ -1083,6 +1124,9 @@ def select(selection: Selection, directory: Path) -> tuple[list[Group], Counter[
     if selection.sample is not None and selection.sample < len(every):
         chosen = set(random.Random(selection.seed).sample(range(len(every)), selection.sample))
         every = [pair for index, pair in enumerate(every) if index in chosen]
+    if selection.records is not None:
+        first, last = selection.records
+        every = every[first - 1 : last]
     shard, shards = selection.shard
     every = every[shard - 1 :: shards]
     kept = {id(q) for _, q in every}
@@ -1113,11 +1157,11 @@ def run(
         summary.counts.update(counts)
     previous_ansi = spark.conf.get(ANSI, None)
     spark.conf.set(ANSI, "false")
+    static = f"{database_prefix}_static"
     try:
         with quiet_pyspark_error_logs():  # the runner reports errors itself
             for group in groups:
-                for start in range(0, len(group.queries), selection.chunk):
-                    queries = group.queries[start : start + selection.chunk]
+                for start, queries in chunks(group, selection.chunk):
                     database = f"{database_prefix}_{group.file}_{group.number}_{start}"
                     mark = time.monotonic()
                     outcomes = run_chunk(
@@ -1125,6 +1169,7 @@ def run(
                         group,
                         queries,
                         database,
+                        static,
                         selection.seed,
                         cleanup,
                         summary.timings,
@@ -1139,8 +1184,25 @@ def run(
             spark.conf.unset(ANSI)
         else:
             spark.conf.set(ANSI, previous_ansi)
+        if cleanup:
+            spark.sql(f"DROP DATABASE IF EXISTS {static} CASCADE")  # external: files stay
+            fs.remove(spark, static_files(spark, static))
     summary.timings["wall"] = time.monotonic() - started
     return summary
+
+
+def chunks(group: Group, size: int) -> list[tuple[int, list[Query]]]:
+    """``group``'s queries in chunks of at most ``size``, with the index of each chunk's
+    first query; in ``CHUNK_BY_TABLES`` files a chunk also reads one set of tables."""
+    out: list[tuple[int, list[Query]]] = []
+    previous: set[str] | None = None
+    for index, query in enumerate(group.queries):
+        tables = referenced_tables(query.sql) if group.file in CHUNK_BY_TABLES else None
+        if not out or len(out[-1][1]) >= size or tables != previous:
+            out.append((index, []))
+        out[-1][1].append(query)
+        previous = tables
+    return out
 
 
 def _progress(group: Group, start: int, outcomes: list[Outcome], seconds: float) -> None:
@@ -1169,6 +1231,7 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--sample", type=int, default=None, help="N records at random")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--shard", default="1/1", help="i/n: this process's share")
+    parser.add_argument("--records", default=None, help="a-b: the a-th to b-th records")
     parser.add_argument("--max-tables", type=int, default=None, help="skip bigger joins")
     parser.add_argument("--processes", type=int, default=1, help="run n shards side by side")
     parser.add_argument("--chunk", type=int, default=DEFAULT_CHUNK, help="views per database")
@@ -1205,12 +1268,17 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 def selection_of(args: argparse.Namespace) -> Selection:
     """The query records the command line ``args`` select."""
     shard, shards = (int(part) for part in args.shard.split("/"))
+    records = None
+    if args.records:
+        first, last = (int(part) for part in args.records.split("-"))
+        records = (first, last)
     return Selection(
         files=[name.strip() for name in args.files.split(",") if name.strip()],
         limit=args.limit,
         sample=args.sample,
         seed=args.seed,
         shard=(shard, shards),
+        records=records,
         chunk=args.chunk,
         max_tables=args.max_tables,
     )
@@ -1303,10 +1371,11 @@ def overlapping_parts(parts: Sequence[Path], totals: dict[str, int]) -> list[tup
     """Pairs of recorded parts that ran some query record twice (``totals``: the records of
     each file).
 
-    A part ran ``--files f1,f2 --shard i/n``: every n-th record, from the i-th, of its files'
-    records in that order (``select``). So a shard can be split later — ``2/8`` is ``2/16``
-    and ``10/16`` — and the parts stay disjoint. Parts are recorded without ``--limit``,
-    ``--sample`` or ``--max-tables`` (``make sqllogictest-part``); those are not modelled.
+    A part ran ``--files f1,f2 [--records a-b] --shard i/n``: of its files' records in that
+    order, the a-th to b-th, and of those every n-th from the i-th (``select``). So a shard can
+    be split later — ``2/8`` is ``2/16`` and ``10/16`` — and the parts stay disjoint. Parts
+    are recorded without ``--limit``, ``--sample`` or ``--max-tables``
+    (``make sqllogictest-part``); those are not modelled.
     """
     ran: list[tuple[str, dict[str, set[int]]]] = []
     for path in parts:
@@ -1314,14 +1383,13 @@ def overlapping_parts(parts: Sequence[Path], totals: dict[str, int]) -> list[tup
         if not command:
             continue  # nothing says what it ran
         selection = selection_of(_arguments(command.split()[1:]))
+        every = [(name, index) for name in selection.files for index in range(totals.get(name, 0))]
+        if selection.records is not None:
+            every = every[selection.records[0] - 1 : selection.records[1]]
         shard, count = selection.shard
-        records: dict[str, set[int]] = {}
-        offset = 0
-        for name in selection.files:
-            total = totals.get(name, 0)
-            first = (shard - 1 - offset) % count
-            records[name] = set(range(first, total, count))
-            offset += total
+        records: dict[str, set[int]] = {name: set() for name in selection.files}
+        for name, index in every[shard - 1 :: count]:
+            records[name].add(index)
         ran.append((path.name, records))
     return [
         (first, second)

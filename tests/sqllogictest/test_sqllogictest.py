@@ -22,11 +22,13 @@ from pyspark.sql import SparkSession
 from runner import (
     FILES,
     Expected,
+    Group,
     Outcome,
     Query,
     Selection,
     Statement,
     Summary,
+    chunks,
     corpus_dir,
     format_rows,
     judge_view,
@@ -109,6 +111,29 @@ def test_load_plan_ends_at_the_files_rows() -> None:
     assert final == {name: Counter(table_rows) for name, table_rows in rows.items()}
 
 
+def test_select5_chunks_read_one_set_of_tables() -> None:
+    """select5's chunks are runs of records over one set of tables (any order, any
+    spelling); other files' chunks only have a size."""
+    sqls = [
+        "SELECT x1 FROM t1, t2 WHERE a1 = b2",
+        "SELECT x1 FROM t2, t1 WHERE b2 = a1",
+        "SELECT x1 FROM t1, t3 WHERE a1 = b3",
+        "SELECT x1 FROM t1, t3 WHERE a1 = b3 AND a1 = 2",
+        "SELECT x1 FROM t1, t3 WHERE a1 = b3 AND a1 = 3",
+    ]
+    for file, sizes in (("select5", [2, 2, 1]), ("select4", [2, 2, 1])):
+        queries = [
+            Query(file, line, "I", "nosort", None, sql, Expected.parse([]))
+            for line, sql in enumerate(sqls)
+        ]
+        group = Group(file, 1, {}, {}, queries)
+        found = chunks(group, 2)
+        assert [len(chunk) for _, chunk in found] == sizes
+        assert [start for start, _ in found] == [0, 2, 4]
+    assert [len(chunk) for _, chunk in chunks(Group("select5", 1, {}, {}, queries), 9)] == [2, 3]
+    assert [len(chunk) for _, chunk in chunks(Group("select4", 1, {}, {}, queries), 9)] == [5]
+
+
 def test_a_view_that_differs_from_its_query_is_wrong() -> None:
     query = Query("f", 1, "IR", "nosort", None, "SELECT ...", Expected.parse(["1", "2.000"] * 2))
     outcome = Outcome("f", 1, "nosort", "SELECT ...", plain="correct")
@@ -155,11 +180,17 @@ def test_parts_that_share_a_record_are_reported(tmp_path: Path) -> None:
         ("c", "--files select4 --shard 3/16"),  # in 3/8: none of a's
         ("d", "--files select5 --shard 2/8"),  # another file
         ("e", "--files select4,select5 --shard 1/8"),  # 1/8 of both: none of a's, d's
+        ("f", "--files select5 --records 1-3 --shard 2/2"),  # record 2 (index 1): d's
+        ("g", "--files select5 --records 4-9"),  # indices 3-8: none of d's (1, 9, …)
     ):
         record_part(Summary(), tmp_path / f"{name}.json", provenance(command.split()))
     parts = sorted(tmp_path.glob("*.json"))
     totals = {"select4": 2832, "select5": 732}
-    assert overlapping_parts(parts, totals) == [("a.json", "b.json")]
+    # e's select5 records have the indices 0, 8, …: one of g's
+    expected = [("a.json", "b.json"), ("d.json", "f.json"), ("e.json", "g.json")]
+    assert overlapping_parts(parts, totals) == expected
     # With 2831 select4 records, e's select5 records are 1, 9, …: d's (2/8 of select5 alone).
     totals = {"select4": 2831, "select5": 732}
-    assert overlapping_parts(parts, totals) == [("a.json", "b.json"), ("d.json", "e.json")]
+    expected = [("a.json", "b.json"), ("d.json", "e.json"), ("d.json", "f.json")]
+    expected.append(("e.json", "f.json"))
+    assert overlapping_parts(parts, totals) == expected
