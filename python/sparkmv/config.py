@@ -8,6 +8,7 @@ EXTENSION_CLASS = "io.sparkmv.SparkMvExtensions"
 HANDLER_REGISTRY_CLASS = "io.sparkmv.bridge.MvHandlerRegistry"
 EXCEPTION_CLASS = "io.sparkmv.bridge.SparkMvException"
 CATALOG_BRIDGE_CLASS = "io.sparkmv.catalog.CatalogBridge"
+FS_BRIDGE_CLASS = "io.sparkmv.fs.FsBridge"
 
 DEFAULT_WAREHOUSE_DIR = "spark-warehouse"
 """Relative to the working directory, like Spark's own default."""

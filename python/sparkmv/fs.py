@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
+
+from sparkmv.config import FS_BRIDGE_CLASS
 
 
 @dataclass(frozen=True)
@@ -21,8 +21,7 @@ class _Hadoop:
     configuration: Any
     path: Any  # org.apache.hadoop.fs.Path
     file_util: Any  # org.apache.hadoop.fs.FileUtil
-    io_utils: Any  # org.apache.commons.io.IOUtils
-    array_seq: Any  # scala.collection.mutable.ArraySeq: joins a Java array in one call
+    bridge: Any  # io.sparkmv.fs.FsBridge: listings and reads in one round trip each
 
 
 _hadoop_handles: list[_Hadoop] = []  # at most one: the current Spark context's
@@ -38,8 +37,7 @@ def _hadoop(spark: SparkSession) -> _Hadoop:
         context.hadoopConfiguration(),
         jvm.org.apache.hadoop.fs.Path,
         jvm.org.apache.hadoop.fs.FileUtil,
-        jvm.org.apache.commons.io.IOUtils,
-        jvm.scala.collection.mutable.ArraySeq,
+        getattr(jvm, FS_BRIDGE_CLASS),
     )
     _hadoop_handles[:] = [handles]
     return handles
@@ -54,8 +52,8 @@ def filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
 
 def qualified(spark: SparkSession, path: str) -> str:
     """``path`` with its file-system scheme, as Hadoop lists it."""
-    fs, hadoop_path = filesystem(spark, path)
-    return str(fs.makeQualified(hadoop_path).toString())
+    hadoop = _hadoop(spark)
+    return str(hadoop.bridge.qualified(hadoop.configuration, path))
 
 
 def warehouse_path(spark: SparkSession, *parts: str) -> str:
@@ -70,18 +68,14 @@ def exists(spark: SparkSession, path: str) -> bool:
 
 
 _NUL = "\u0000"
+"""Separates the fields of ``FsBridge``'s answers: it is in no path."""
 
 
 def list_names(spark: SparkSession, directory: str) -> list[str]:
     """Names of the entries of ``directory`` (none if it does not exist)."""
-    fs, hadoop_path = filesystem(spark, directory)
-    if not fs.exists(hadoop_path):
-        return []
     hadoop = _hadoop(spark)
-    paths = hadoop.file_util.stat2Paths(fs.listStatus(hadoop_path))
-    # Joined in the JVM (NUL is in no path): one round trip, not two per entry.
-    joined = str(hadoop.array_seq.make(paths).mkString(_NUL))
-    return sorted(path.rsplit("/", 1)[-1] for path in joined.split(_NUL) if path)
+    joined = str(hadoop.bridge.listNames(hadoop.configuration, directory))
+    return sorted(name for name in joined.split(_NUL) if name)
 
 
 def remove(spark: SparkSession, path: str) -> None:
@@ -91,12 +85,8 @@ def remove(spark: SparkSession, path: str) -> None:
 
 
 def read_text(spark: SparkSession, path: str) -> str:
-    fs, hadoop_path = filesystem(spark, path)
-    stream = fs.open(hadoop_path)
-    try:
-        return str(_hadoop(spark).io_utils.toString(stream, "UTF-8"))
-    finally:
-        stream.close()
+    hadoop = _hadoop(spark)
+    return str(hadoop.bridge.readText(hadoop.configuration, path))
 
 
 def publish_text(spark: SparkSession, path: str, text: str) -> bool:
@@ -105,17 +95,8 @@ def publish_text(spark: SparkSession, path: str, text: str) -> bool:
     The text goes to a hidden temporary file first and is renamed into place, so a reader
     sees the whole file or none, and a crash leaves at most a stray temporary file.
     """
-    fs, target = filesystem(spark, path)
-    temporary = _hadoop(spark).path(target.getParent(), f".{uuid.uuid4().hex}.tmp")
-    stream = fs.create(temporary, False)
-    try:
-        stream.write(bytearray(text.encode("utf-8")))
-    finally:
-        stream.close()
-    if fs.exists(target) or not fs.rename(temporary, target):
-        fs.delete(temporary, False)
-        return False
-    return True
+    hadoop = _hadoop(spark)
+    return bool(hadoop.bridge.publishText(hadoop.configuration, path, text))
 
 
 @dataclass(frozen=True)
@@ -130,23 +111,17 @@ def is_hidden(name: str) -> bool:
     return name.startswith(("_", "."))
 
 
-def data_files(spark: SparkSession, directory: str) -> Iterator[FileStatus]:
+def data_files(spark: SparkSession, directory: str) -> list[FileStatus]:
     """Data files under ``directory``, recursively, skipping hidden entries at any depth."""
-    fs, root = filesystem(spark, directory)
-    if not fs.exists(root):
-        return
-    pending = [root]
-    while pending:
-        for status in fs.listStatus(pending.pop()):
-            path = status.getPath()
-            if is_hidden(str(path.getName())):
-                continue
-            if status.isDirectory():
-                pending.append(path)
-            else:
-                yield FileStatus(
-                    str(path.toString()), int(status.getLen()), int(status.getModificationTime())
-                )
+    hadoop = _hadoop(spark)
+    joined = str(hadoop.bridge.listDataFiles(hadoop.configuration, directory))
+    if not joined:
+        return []
+    fields = joined.split(_NUL)
+    return [
+        FileStatus(path, int(size), int(modified))
+        for path, size, modified in zip(fields[0::3], fields[1::3], fields[2::3], strict=True)
+    ]
 
 
 def hidden_files(spark: SparkSession, directory: str) -> list[str]:
