@@ -96,3 +96,22 @@ CREATE MATERIALIZED VIEW widened AS SELECT b FROM r UNION ALL SELECT b FROM wide
 INSERT INTO r VALUES (7, 7);
 REFRESH MATERIALIZED VIEW widened;
 SELECT * FROM widened;
+
+-- Unchanged tables are joined once: two of the chain's four tables change, and ΔV is the
+-- change of their join (two terms), joined with the other two.
+CREATE TABLE c1 (k INT, v STRING) USING parquet;
+CREATE TABLE c2 (k INT, l INT) USING parquet;
+CREATE TABLE c3 (l INT, m INT) USING parquet;
+CREATE TABLE c4 (m INT, w STRING) USING parquet;
+INSERT INTO c1 VALUES (1, 'a'), (2, 'b');
+INSERT INTO c2 VALUES (1, 10), (2, 20), (2, 21);
+INSERT INTO c3 VALUES (10, 100), (20, 200), (21, 200);
+INSERT INTO c4 VALUES (100, 'x'), (200, 'y');
+CREATE MATERIALIZED VIEW chain AS
+  SELECT c1.v, c4.w FROM c1, c2, c3, c4 WHERE c1.k = c2.k AND c2.l = c3.l AND c3.m = c4.m;
+INSERT INTO c2 VALUES (1, 21);
+DELETE FROM c3 WHERE l = 20;
+INSERT INTO c3 VALUES (20, 100);
+EXPLAIN REFRESH MATERIALIZED VIEW chain;
+REFRESH MATERIALIZED VIEW chain;
+SELECT * FROM chain;

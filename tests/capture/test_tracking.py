@@ -15,6 +15,13 @@ def table_properties(spark: SparkSession, table: str) -> dict[str, str]:
     return {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
 
 
+def dependents(spark: SparkSession, table: str) -> list[str]:
+    """The views the table's change log lists as reading it."""
+    log_root = Path(table_properties(spark, table)[keys.TRACKING_LOG].removeprefix("file:"))
+    listed = (log_root / "dependents").iterdir()
+    return sorted(path.name for path in listed if not path.name.startswith((".", "_")))
+
+
 def change_log_rows(spark: SparkSession, view: str) -> dict[str, str]:
     rows = spark.sql(f"DESCRIBE MATERIALIZED VIEW EXTENDED {view}").collect()
     return {r.col_name: r.data_type for r in rows if r.col_name.startswith("Change Log")}
@@ -28,7 +35,8 @@ def test_tracking_follows_the_dependent_views(spark: SparkSession, db: str) -> N
     spark.sql("CREATE MATERIALIZED VIEW v1 AS SELECT a FROM t")
     spark.sql("CREATE MATERIALIZED VIEW v2 AS SELECT b FROM t WHERE a > 1")
     properties = table_properties(spark, "t")
-    assert json.loads(properties[keys.TRACKING_DEPENDENTS]) == [f"{db}.v1", f"{db}.v2"]
+    assert dependents(spark, "t") == [f"{db}.v1", f"{db}.v2"]
+    assert keys.TRACKING_DEPENDENTS not in properties  # listed in the log, not the metastore
     log_root = Path(properties[keys.TRACKING_LOG].removeprefix("file:"))
     assert change_log_rows(spark, "v1") == {
         f"Change Log {db}.t": "consumed version 1, current version 1, 0 pending rows logged, "
@@ -36,12 +44,38 @@ def test_tracking_follows_the_dependent_views(spark: SparkSession, db: str) -> N
     }
 
     spark.sql("DROP MATERIALIZED VIEW v1")
-    properties = table_properties(spark, "t")
-    assert json.loads(properties[keys.TRACKING_DEPENDENTS]) == [f"{db}.v2"]
+    assert dependents(spark, "t") == [f"{db}.v2"]
     spark.sql("DROP MATERIALIZED VIEW v2")
     assert keys.TRACKING_LOG not in table_properties(spark, "t")
     assert not log_root.exists()
     assert spark.table("t").count() == 2
+
+
+def test_dependents_listed_in_the_table_properties_still_count(
+    spark: SparkSession, db: str
+) -> None:
+    """Logs started before the dependents moved into them list them in a table property:
+    those views keep the log alive until they are dropped too."""
+    spark.sql("CREATE TABLE t (a INT) USING parquet")
+    spark.sql("CREATE MATERIALIZED VIEW v1 AS SELECT a FROM t")
+    spark.sql("CREATE MATERIALIZED VIEW v2 AS SELECT a + 1 AS b FROM t")
+    spark.sql("CREATE MATERIALIZED VIEW v3 AS SELECT a + 2 AS c FROM t")
+    log_root = Path(table_properties(spark, "t")[keys.TRACKING_LOG].removeprefix("file:"))
+    for view in ("v2", "v3"):  # as an older sparkmv recorded them
+        (log_root / "dependents" / f"{db}.{view}").unlink()
+    listed = json.dumps([f"{db}.v2", f"{db}.v3"])
+    spark.sql(f"ALTER TABLE t SET TBLPROPERTIES ('{keys.TRACKING_DEPENDENTS}' = '{listed}')")
+
+    spark.sql("DROP MATERIALIZED VIEW v1")
+    spark.sql("DROP MATERIALIZED VIEW v2")
+    assert json.loads(table_properties(spark, "t")[keys.TRACKING_DEPENDENTS]) == [f"{db}.v3"]
+    spark.sql("INSERT INTO t VALUES (1)")
+    spark.sql("REFRESH MATERIALIZED VIEW v3")
+    assert_view_matches_query(spark, "v3")
+    spark.sql("DROP MATERIALIZED VIEW v3")
+    properties = table_properties(spark, "t")
+    assert keys.TRACKING_LOG not in properties and keys.TRACKING_DEPENDENTS not in properties
+    assert not log_root.exists()
 
 
 def test_refresh_records_the_consumed_version(spark: SparkSession, db: str) -> None:
@@ -80,4 +114,4 @@ def test_replacing_the_query_moves_the_tracking(spark: SparkSession, db: str) ->
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM t")
     spark.sql("ALTER MATERIALIZED VIEW v AS SELECT a FROM u")
     assert keys.TRACKING_LOG not in table_properties(spark, "t")
-    assert json.loads(table_properties(spark, "u")[keys.TRACKING_DEPENDENTS]) == [f"{db}.v"]
+    assert dependents(spark, "u") == [f"{db}.v"]

@@ -1,4 +1,5 @@
-"""The join rule's order: from the changed input along the condition, never a needless cross.
+"""The join rule's order: from the changed input along the condition, never a needless cross;
+and the connected part of the inputs that holds the changed ones (``changed_core``).
 
 Pure sqlglot, no Spark: ``join_order`` only reads the IR's column names.
 """
@@ -9,7 +10,7 @@ import sqlglot
 from hypothesis import given
 from hypothesis import strategies as st
 from sparkmv.analyze.relational import Join, Scan
-from sparkmv.delta.join import conjuncts_of, join_order
+from sparkmv.delta.join import changed_core, conjunct_inputs, conjuncts_of, join_order
 
 
 def chain(count: int, condition: str) -> Join:
@@ -80,3 +81,43 @@ def test_conjuncts_are_flattened_through_parentheses() -> None:
     condition = sqlglot.parse_one("a AND (b AND (c OR d)) AND ((e))")
     assert [c.sql() for c in conjuncts_of(condition)] == ["a", "b", "c OR d", "e"]
     assert conjuncts_of(None) == []
+
+
+def test_the_core_is_the_changed_inputs_and_the_paths_between_them() -> None:
+    # t0 - t1 - t2 - t3 - t4, and t1 - t5: t2 and t5 changed
+    node = chain(6, "b0 = a1 AND b1 = a2 AND b2 = a3 AND b3 = a4 AND b1 = a5 AND a0 = 1")
+    assert changed_core(node, [2, 5]) == [1, 2, 5]
+    assert changed_core(node, [0, 1]) == [0, 1]
+    assert changed_core(node, [4, 0]) == [0, 1, 2, 3, 4]
+
+
+def test_a_conjunct_over_three_inputs_connects_none_of_them() -> None:
+    node = chain(3, "b0 + b1 = a2 AND b0 = a1")
+    assert changed_core(node, [0, 1]) == [0, 1]
+    assert changed_core(node, [0, 2]) == []  # t2 is reached by the wide conjunct only
+
+
+@given(
+    count=st.integers(min_value=2, max_value=7),
+    pairs=st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=9),
+    changed=st.sets(st.integers(0, 6), min_size=2, max_size=4),
+)
+def test_a_core_holds_the_changed_inputs_and_is_connected(
+    count: int, pairs: list[tuple[int, int]], changed: set[int]
+) -> None:
+    condition = " AND ".join(f"b{i % count} = a{j % count}" for i, j in pairs)
+    node = chain(count, condition)
+    wanted = sorted({index % count for index in changed})
+    core = changed_core(node, wanted)
+    edges = [inputs for _, inputs in conjunct_inputs(node) if len(inputs) == 2]
+    reached = {wanted[0]}
+    for _ in range(count):  # everything connected to the first changed input
+        reached |= {i for inputs in edges if inputs & reached for i in inputs}
+    if not set(wanted) <= reached:
+        assert core == []
+        return
+    assert set(wanted) <= set(core) <= reached
+    inside = {core[0]}
+    for _ in range(count):  # the core is connected by its own conjuncts
+        inside |= {i for inputs in edges if inputs & inside and inputs <= set(core) for i in inputs}
+    assert inside == set(core)

@@ -8,6 +8,7 @@ Layout under the log's root directory::
     rows/<id>/<partition path>/         pre-images a copy-on-write deleted, referenced as files
     preserved/<id>/                     links to data files a replacing write removed
     pending/<id>.intent, <id>.json       a copy-on-write in progress, until its commit
+    dependents/<db.view>                the materialized views that read the table
 
 A commit records the rows a write inserted and deleted: as references to data files (the
 files an append added; the files an overwrite replaced, which stay readable until
@@ -387,6 +388,23 @@ class ChangeLog:
             if ref.path.startswith(prefix)
         }
 
+    # -- dependents ----------------------------------------------------------------------
+
+    def dependents(self) -> list[str]:
+        """The materialized views (qualified names) that read the table, one marker file
+        each under ``dependents/``: adding one is a file, not a metastore write."""
+        names = fs.list_names(self.spark, f"{self.root}/dependents")
+        return [name for name in names if not fs.is_hidden(name)]
+
+    def add_dependent(self, view: str) -> None:
+        fs.publish_text(self.spark, self._dependent(view), "")  # False: already there
+
+    def remove_dependent(self, view: str) -> None:
+        fs.remove(self.spark, self._dependent(view))
+
+    def _dependent(self, view: str) -> str:
+        return f"{self.root}/dependents/{view}"
+
     # -- reading -------------------------------------------------------------------------
 
     def current_version(self) -> int:
@@ -473,6 +491,9 @@ class ChangeLog:
         frames = []
         for partition, paths in by_partition.items():
             values = dict(partition)
+            if not values:  # the files hold every column, in the schema's order
+                frames.append(self.spark.read.schema(self.schema).parquet(*paths))
+                continue
             data_schema = StructType([f for f in self.schema.fields if f.name not in values])
             frame = self.spark.read.schema(data_schema).parquet(*paths)
             columns: list[Column] = [

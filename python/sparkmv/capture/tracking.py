@@ -1,8 +1,11 @@
 """Which base tables are tracked, and where their change logs live (DESIGN §5).
 
 A table is tracked while at least one materialized view reads it: CREATE adds the view to
-the table's ``sparkmv.tracking.dependents`` before it reads the table (so no later write can
-be missed), DROP removes it, and the last DROP stops tracking and deletes the log. Tracking
+the dependents its change log lists (``ChangeLog.dependents``) before it reads the table (so
+no later write can be missed), DROP removes it, and the last DROP stops tracking and deletes
+the log. (Logs started before the dependents moved into them list them in the table's
+``sparkmv.tracking.dependents`` property: a metastore write per base table per CREATE. That
+list is still read, and shrunk as its views are dropped.) Tracking
 works for parquet tables of the session catalog; any other base table (a plain view, another
 format) is reported as untracked with the reason, and views over it refresh fully.
 
@@ -30,6 +33,11 @@ from sparkmv.parse.statements import TableName
 
 TRACKABLE_PROVIDERS = frozenset({"parquet"})
 TRACKING_KEYS = (keys.TRACKING_LOG, keys.TRACKING_DEPENDENTS)
+ONE_TASK_MAX_BYTES = 4 * 1024 * 1024
+"""A base table whose files hold at most this many bytes is read by one task: Spark gives
+each file a task of its own when they are this small (its default cost of opening a file,
+``spark.sql.files.openCostInBytes``, is 4 MiB), and a join of many small tables broadcasts
+each of them in a job of its own, whose tasks then cost more than the reading."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class BaseTable:
     version: int  # the log's version the command reads (0 when untracked)
     files: TableFiles | None  # the table's files at that version
     problem: str = ""  # why it is untracked, or the changes its log missed
+    entry: CatalogEntry | None = None  # the catalog entry tracking read it from
 
     @property
     def position(self) -> LogPosition | None:
@@ -58,10 +67,15 @@ class BaseTable:
 
     def rows(self, spark: SparkSession) -> DataFrame:
         """The table's rows at ``version``: its files as listed, so a write that commits
-        while the command runs is not half-read (that write belongs to a later version)."""
+        while the command runs is not half-read (that write belongs to a later version).
+        A small table is read by one task (``ONE_TASK_MAX_BYTES``)."""
         if self.log is None or self.files is None:
             return spark.table(self.name)
-        return self.log.read_files([FileRef.of(file) for file in self.files.files])
+        files = self.files.files
+        rows = self.log.read_files([FileRef.of(file) for file in files])
+        if len(files) > 1 and sum(file.size for file in files) <= ONE_TASK_MAX_BYTES:
+            rows = rows.coalesce(1)
+        return rows
 
 
 def positions(bases: list[BaseTable]) -> dict[str, LogPosition]:
@@ -105,51 +119,53 @@ class Tracking:
             return TableTracking(table, None, reason or "no materialized view tracks it")
         return TableTracking(table, self._log(entry), entry=entry)
 
-    def start(self, table: TableName, view: TableName) -> TableTracking:
-        """Make ``view`` a dependent of ``table``; begin capture if it is the first."""
-        entry = self.catalog.entry(table)
+    def start(self, table: TableName, view: TableName, entry: CatalogEntry | None) -> TableTracking:
+        """Make ``view`` a dependent of ``table``, whose catalog entry (just looked up) is
+        ``entry``; begin capture if it is the first."""
         reason = untracked_reason(entry)
         if reason or entry is None:
             return TableTracking(table, None, reason)
-        dependents = set(json.loads(entry.properties.get(keys.TRACKING_DEPENDENTS, "[]")))
         log_root = entry.properties.get(keys.TRACKING_LOG)
         if log_root is None:
             # The log starts with the table's current files: the state it vouches for.
-            log_root = self._new_log_root(table)
-            ChangeLog(self.spark, log_root, entry.schema).commit("START", self.files(table, entry))
-        if str(view) not in dependents:
-            dependents.add(str(view))
-            self._set(
-                table,
-                {
-                    keys.TRACKING_LOG: log_root,
-                    keys.TRACKING_DEPENDENTS: json.dumps(sorted(dependents)),
-                },
-            )
-        return TableTracking(table, ChangeLog(self.spark, log_root, entry.schema), entry=entry)
+            log = ChangeLog(self.spark, self._new_log_root(table), entry.schema)
+            log.commit("START", self.files(table, entry))
+            log.add_dependent(str(view))
+            self._set(table, {keys.TRACKING_LOG: log.root})
+        else:
+            log = ChangeLog(self.spark, log_root, entry.schema)
+            log.add_dependent(str(view))
+        return TableTracking(table, log, entry=entry)
 
     def stop(self, table: TableName, view: TableName) -> None:
         """Remove ``view`` from ``table``'s dependents; the last one ends capture."""
         entry = self.catalog.entry(table)
         if entry is None or keys.TRACKING_LOG not in entry.properties:
             return
-        dependents = set(json.loads(entry.properties.get(keys.TRACKING_DEPENDENTS, "[]")))
-        dependents.discard(str(view))
-        if dependents:
-            self._set(table, {keys.TRACKING_DEPENDENTS: json.dumps(sorted(dependents))})
-            return
-        self.catalog.alter_properties(table, {}, unset=TRACKING_KEYS)
-        fs.remove(self.spark, entry.properties[keys.TRACKING_LOG])
+        log = self._log(entry)
+        log.remove_dependent(str(view))
+        listed = _listed_dependents(entry)
+        remaining = (set(listed) - {str(view)}) | set(log.dependents())
+        if not remaining:
+            self.catalog.alter_properties(table, {}, unset=TRACKING_KEYS)
+            fs.remove(self.spark, log.root)
+        elif str(view) in listed:
+            kept = sorted(set(listed) - {str(view)})
+            if kept:
+                self._set(table, {keys.TRACKING_DEPENDENTS: json.dumps(kept)})
+            else:
+                self.catalog.alter_properties(table, {}, unset=(keys.TRACKING_DEPENDENTS,))
 
     def files(self, table: TableName, entry: CatalogEntry | None = None) -> TableFiles:
         """``table``'s data files now; ``entry``: its catalog entry, if just read."""
         return list_table_files(self.spark, self.catalog, table, entry)
 
-    @staticmethod
-    def dependents(entry: CatalogEntry | None) -> list[TableName]:
-        """The views a table's catalog entry lists as reading it."""
-        names = json.loads((entry.properties if entry else {}).get(keys.TRACKING_DEPENDENTS, "[]"))
-        return [TableName.parse_qualified(name) for name in names]
+    def dependents(self, entry: CatalogEntry | None) -> list[TableName]:
+        """The views reading the table of catalog entry ``entry``."""
+        names = set(_listed_dependents(entry))
+        if entry is not None and keys.TRACKING_LOG in entry.properties:
+            names.update(self._log(entry).dependents())
+        return [TableName.parse_qualified(name) for name in sorted(names)]
 
     def restore(self, table: TableName, properties: dict[str, str]) -> None:
         """Put tracking properties back on a table that a write re-created without them."""
@@ -167,3 +183,10 @@ class Tracking:
         return fs.warehouse_path(
             self.spark, LOG_DIR_NAME, table.database or "", f"{table.name}-{suffix}"
         )
+
+
+def _listed_dependents(entry: CatalogEntry | None) -> list[str]:
+    """The dependents a table's ``sparkmv.tracking.dependents`` property lists (the place of
+    record before they moved into the change log)."""
+    properties = entry.properties if entry is not None else {}
+    return list(json.loads(properties.get(keys.TRACKING_DEPENDENTS, "[]")))

@@ -46,7 +46,7 @@ CHECKED_SCHEMAS = "sparkmv.maintenance.checked_schemas"
 
 # On base tables (not views): change capture.
 TRACKING_LOG = "sparkmv.tracking.log"  # root of the table's change log
-TRACKING_DEPENDENTS = "sparkmv.tracking.dependents"  # JSON list of dependent views
+TRACKING_DEPENDENTS = "sparkmv.tracking.dependents"  # dependents of older logs (JSON list)
 
 
 def encode(values: Mapping[str, str]) -> dict[str, str]:

@@ -87,18 +87,17 @@ class ViewCatalog:
     def entry(self, name: TableName) -> CatalogEntry | None:
         """The table or view ``name`` (resolved), or None if it does not exist."""
         text = self._bridge.table(self._session, name.database, name.name)
-        if text is None:
-            return None
-        found = json.loads(text)
-        return CatalogEntry(
-            table_type=found["tableType"],
-            provider=found["provider"],
-            location=found["location"],
-            properties=found["properties"],
-            schema=StructType.fromJson(json.loads(found["schema"])),
-            comment=found["comment"],
-            partition_columns=tuple(found["partitionColumns"]),
-        )
+        return None if text is None else _entry(json.loads(text))
+
+    def entries(self, names: list[TableName]) -> dict[TableName, CatalogEntry | None]:
+        """``entry`` of each of ``names`` (resolved), in one metastore call per database."""
+        pairs = json.dumps([[name.database, name.name] for name in names])
+        found = json.loads(self._bridge.tables(self._session, pairs))
+        described = (found[f"{name.database}.{name.name}"] for name in names)
+        return {
+            name: None if value is None else _entry(value)
+            for name, value in zip(names, described, strict=True)
+        }
 
     def find_entry(self, name: TableName) -> CatalogEntry | None:
         """The materialized view ``name`` (resolved) as a catalog entry; None if nothing has
@@ -147,3 +146,16 @@ class ViewCatalog:
             view_text,
             metadata.to_properties(),
         )
+
+
+def _entry(found: dict[str, Any]) -> CatalogEntry:
+    """A catalog entry from ``CatalogBridge``'s description of a table or view."""
+    return CatalogEntry(
+        table_type=found["tableType"],
+        provider=found["provider"],
+        location=found["location"],
+        properties=found["properties"],
+        schema=StructType.fromJson(json.loads(found["schema"])),
+        comment=found["comment"],
+        partition_columns=tuple(found["partitionColumns"]),
+    )

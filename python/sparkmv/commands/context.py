@@ -35,8 +35,12 @@ class CommandContext:
 
         Called before the view reads its base tables, so no write after the read is missed.
         """
+        tables = [TableName.parse_qualified(qualified) for qualified in base_tables]
+        entries = self.catalog.entries(tables)
         return [
-            self._base_table(qualified, lambda t: self.tracking.start(t, view), reconcile=True)
+            self._base_table(
+                qualified, lambda t: self.tracking.start(t, view, entries[t]), reconcile=True
+            )
             for qualified in base_tables
         ]
 
@@ -58,36 +62,46 @@ class CommandContext:
         files = self.tracking.files(table, state.entry)
         missed = state.log.reconcile(files) if reconcile else state.log.verify(files)
         problem = f"base table {qualified}: {missed}" if missed else ""
-        return BaseTable(qualified, state.log, state.log.current_version(), files, problem)
+        return BaseTable(
+            qualified, state.log, state.log.current_version(), files, problem, state.entry
+        )
 
-    def compact_logs(self, base_tables: tuple[str, ...], committed: MvMetadata) -> None:
-        """Retention: drop the log versions every dependent view has consumed; ``committed``
-        is the metadata the calling command just committed (not looked up again).
+    def compact_logs(self, bases: list[BaseTable], committed: MvMetadata) -> None:
+        """Retention: drop the log versions every dependent view has consumed; ``bases``
+        as the calling command started tracking them, ``committed`` the metadata it just
+        committed (neither looked up again: a view that became a dependent since then
+        consumed at least the versions this command read, so it needs none of the dropped).
 
         The log can only shrink when no dependent still stands at its earliest retained
         version, so the dependents are read until the first one that does: when many views
         over one table are refreshed in turn, each refresh but the last stops early (the
-        lookups per refresh stay about constant instead of growing with the dependents).
+        lookups per refresh stay about constant instead of growing with the dependents). Each
+        dependent is looked up once, however many of the base tables it reads.
         """
-        for qualified in base_tables:
-            table = TableName.parse_qualified(qualified)
-            entry = self.catalog.entry(table)
-            log = self.tracking.state_of(table, entry).log
-            if log is None:
+        views: dict[TableName, MvMetadata | None] = {committed.name: committed}
+        for base in bases:
+            if base.log is None:
                 continue
-            through = self._consumed_by_all(qualified, log, entry, committed)
+            through = self._consumed_by_all(base.name, base.log, base.entry, views)
             if through is not None:
-                log.compact(through)
+                base.log.compact(through)
 
     def _consumed_by_all(
-        self, qualified: str, log: ChangeLog, entry: CatalogEntry | None, committed: MvMetadata
+        self,
+        qualified: str,
+        log: ChangeLog,
+        entry: CatalogEntry | None,
+        views: dict[TableName, MvMetadata | None],
     ) -> int | None:
         """The newest version of ``log`` every dependent of ``qualified`` has consumed, or
-        None when that is not past the log's earliest retained version (nothing to drop)."""
+        None when that is not past the log's earliest retained version (nothing to drop);
+        ``views``: the dependents' metadata looked up so far (added to)."""
         earliest = log.earliest_readable()
         through: int | None = None
         for dependent in self.tracking.dependents(entry):
-            view = committed if dependent == committed.name else self.catalog.find(dependent)
+            if dependent not in views:
+                views[dependent] = self.catalog.find(dependent)
+            view = views[dependent]
             if view is None:
                 continue  # dropped without stopping tracking: it reads nothing any more
             position = view.consumed_versions.get(qualified)

@@ -118,8 +118,9 @@ def execute_create(
     layout = storage_layout(plan.policy, plan.maintainability, bases, buckets)
     data = plan.data
     if layout.buckets:  # read the tables at the logged versions, through the delta rules
-        engine = delta_engine({b.name: BaseState(b.rows(context.spark)) for b in bases})
-        data = stored_rows(plan.maintainability, engine)
+        states = {b.name: BaseState(b.rows(context.spark)) for b in bases}
+        with delta_engine(context.spark, states) as engine:
+            data = stored_rows(plan.maintainability, engine)
     try:
         path, rows = write_new_snapshot(context.spark, root, data, layout)
     except BaseException:

@@ -74,15 +74,20 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         consumed = view.consumed_versions[base.name].version
         lines.append(f"Changed: {base.name} (change log versions {consumed} to {base.version})")
     maintained = query.maintainability
-    engine = refresh.screened_engine(context.spark, view, query, bases)
-    lines.extend(_irrelevance_filters(context.spark, maintained, engine))
-    lines.append("Delta terms (Z-sets; X_old = X − ΔX; Δ of DISTINCT via counters):")
     target = "ΔV"
     if maintained.counted:
         target = "Δcounters"
     elif view.layout.grouped:
         target = "Δstate"
-    lines.append(f"  {target} = {delta_terms(maintained, engine)}")
+    with refresh.screened_engine(context.spark, view, query, bases) as engine:
+        lines.extend(_irrelevance_filters(context.spark, maintained, engine))
+        lines.append("Delta terms (Z-sets; X_old = X − ΔX; Δ of DISTINCT via counters):")
+        lines.append(f"  {target} = {delta_terms(maintained, engine)}")
+        # Spark's plan of ΔV names the change log's files, which differ between any two
+        # refreshes; the delta terms are the plan, and EXPLAIN EXTENDED (or FORMATTED, ...)
+        # adds Spark's.
+        simple = mode.lower() == "simple"
+        change = None if simple else stored_change(maintained, engine, view.layout)[0]
     buckets = view.layout.buckets
     lines.append(
         f"Apply to the buckets ΔV touches (of {buckets} hash bucket{'s' if buckets != 1 else ''}"
@@ -97,11 +102,8 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
             "Groups whose MIN/MAX may have been deleted are recomputed from the query's input"
             " restricted to them."
         )
-    if mode.lower() == "simple":
-        # Spark's plan of ΔV names the change log's files, which differ between any two refreshes;
-        # the delta terms above are the plan, and EXPLAIN EXTENDED (or FORMATTED, ...) adds Spark's.
+    if change is None:
         return "\n".join(lines)
-    change, _ = stored_change(maintained, engine, view.layout)
     return "\n".join(lines) + "\n\n" + spark_plan(change, mode)
 
 

@@ -126,7 +126,7 @@ def base_states(
             logged = base.log.row_changes(consumed, base.version, read)
             state = BaseState(state.rows, consolidate(_reading_only(logged, read)), logged)
         states[base.name] = state
-    return delta_engine(states)
+    return delta_engine(spark, states)
 
 
 def _reading_only(logged: DataFrame, read: set[str] | None) -> DataFrame:
@@ -173,24 +173,32 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
         )
         commit_snapshot(spark, context.catalog, view, updated)
     elif plan.mode == INCREMENTAL:
-        engine = screened_engine(spark, view, query, bases)
-        change, merge = stored_change(query.maintainability, engine, view.layout)
-        assert query.maintainability.root is not None
-        irrelevant = skipped_rows(query.maintainability.root, engine)
-        try:
-            updated = incremental_refresh(
-                spark, context.catalog, consumed, change, merge, plan.reason, started, irrelevant
-            )
-        except ChangeDoesNotFitError as error:
-            plan = RefreshPlan(FULL, f"the view's change did not fit its stored rows ({error})")
+        with screened_engine(spark, view, query, bases) as engine:
+            change, merge = stored_change(query.maintainability, engine, view.layout)
+            assert query.maintainability.root is not None
+            irrelevant = skipped_rows(query.maintainability.root, engine)
+            try:
+                updated = incremental_refresh(
+                    spark,
+                    context.catalog,
+                    consumed,
+                    change,
+                    merge,
+                    plan.reason,
+                    started,
+                    irrelevant,
+                )
+            except ChangeDoesNotFitError as error:
+                plan = RefreshPlan(FULL, f"the view's change did not fit its stored rows ({error})")
     if updated is None:
         buckets = int(spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
         layout = storage_layout(view.policy, query.maintainability, bases, buckets)
         data = query.data
-        if layout.buckets:
-            data = stored_rows(query.maintainability, base_states(spark, view, bases, False))
+        if layout.buckets:  # a DataFrame keeps the plans of the engine's temporary views
+            with base_states(spark, view, bases, False) as engine:
+                data = stored_rows(query.maintainability, engine)
         updated = full_refresh(spark, context.catalog, consumed, data, layout, plan.reason, started)
-    context.compact_logs(view.base_tables, updated)
+    context.compact_logs(bases, updated)
     inserted = updated.stats.rows_inserted - view.stats.rows_inserted
     deleted = updated.stats.rows_deleted - view.stats.rows_deleted
     skipped = sum(irrelevant.values()) if plan.mode == INCREMENTAL else 0

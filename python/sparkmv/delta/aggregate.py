@@ -46,6 +46,7 @@ from sqlglot import exp
 from sparkmv.analyze.relational import Aggregate, AggregateCall, NotMaintainableError
 from sparkmv.config import ANSI_CONF
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column, spark_expression
+from sparkmv.delta.relation import Relation
 from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, consolidate, materialized
 
 SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
@@ -313,10 +314,11 @@ def finalize(node: Aggregate, state: DataFrame, types: ResultTypes) -> DataFrame
     return rows.select(*keys, *call_values(node, types), F.lit(1).cast("long").alias(WEIGHT))
 
 
-def evaluate(node: Aggregate, version: Version, engine: DeltaEngine) -> DataFrame:
+def evaluate(node: Aggregate, version: Version, engine: DeltaEngine) -> Relation:
     child = engine.evaluate(node.child, version)
     types = result_types(node, child)
-    return finalize(node, group_state(node, child, types, positive=version is Version.NEW), types)
+    state = group_state(node, child, types, positive=version is Version.NEW)
+    return engine.relation(finalize(node, state, types))
 
 
 def _restricted(node: Aggregate, zset: DataFrame, groups: DataFrame) -> DataFrame:
@@ -329,7 +331,12 @@ def _restricted(node: Aggregate, zset: DataFrame, groups: DataFrame) -> DataFram
     return zset.join(groups, reduce(lambda a, b: a & b, same), "left_semi")
 
 
-def delta(node: Aggregate, engine: DeltaEngine) -> DataFrame:
+def delta(node: Aggregate, engine: DeltaEngine) -> Relation:
+    return engine.relation(changed_groups(node, engine))
+
+
+def changed_groups(node: Aggregate, engine: DeltaEngine) -> DataFrame:
+    """``Δγ(R)``: the changed groups' new rows (weight +1) and old rows (weight −1)."""
     change = engine.delta(node.child)
     groups = change.select(
         *(spark_expression(k).alias(key_column(i)) for i, k in enumerate(node.keys))

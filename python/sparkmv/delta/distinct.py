@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 
 from sparkmv.analyze.relational import Distinct
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column
+from sparkmv.delta.relation import Relation
 from sparkmv.zset import WEIGHT, consolidate, materialized
 
 
@@ -28,11 +29,15 @@ def distinct(zset: DataFrame) -> DataFrame:
     return consolidate(zset).where(column(WEIGHT) > 0).withColumn(WEIGHT, F.lit(1).cast("long"))
 
 
-def evaluate(node: Distinct, version: Version, engine: DeltaEngine) -> DataFrame:
-    return distinct(engine.evaluate(node.child, version))
+def evaluate(node: Distinct, version: Version, engine: DeltaEngine) -> Relation:
+    return engine.relation(distinct(engine.evaluate(node.child, version)))
 
 
-def delta(node: Distinct, engine: DeltaEngine) -> DataFrame:
+def delta(node: Distinct, engine: DeltaEngine) -> Relation:
+    return engine.relation(counted_change(node, engine))
+
+
+def counted_change(node: Distinct, engine: DeltaEngine) -> DataFrame:
     change = materialized(consolidate(engine.delta(node.child)))  # read twice below
     keys = [f"__k{index}" for index in range(len(node.outputs))]
     changed_rows = change.select(

@@ -1,12 +1,13 @@
 """``DeltaEngine``: evaluates the view IR over Z-sets, as of before or after the change, and
 derives its change (DESIGN §4).
 
-Every relation is a Z-set DataFrame: its columns plus the weight ``WEIGHT``. A base table
-now is its rows with weight 1; as it was before the change it is ``R_old = R_new − ΔR``,
-i.e. ``R_new`` with ``+1`` united with ``ΔR`` negated — never a stored copy (issue: old
-states come from the current table and the log). Z-sets need not be consolidated for the
-rules to be exact: selection, projection and union are linear and joins bilinear in the
-weights (DBSP; Blakeley §5's multiplicity counters), so the weights add up correctly.
+Every relation is a Z-set (``Relation``: Spark SQL over the refresh's inputs, or a
+DataFrame): its columns plus the weight ``WEIGHT``. A base table now is its rows with weight
+1; as it was before the change it is ``R_old = R_new − ΔR``, i.e. ``R_new`` with ``+1``
+united with ``ΔR`` negated — never a stored copy (issue: old states come from the current
+table and the log). Z-sets need not be consolidated for the rules to be exact: selection,
+projection and union are linear and joins bilinear in the weights (DBSP; Blakeley §5's
+multiplicity counters), so the weights add up correctly.
 
 The operator rules live one per module and are looked up in the ordered ``RULES`` registry
 (``sparkmv.delta.rules``).
@@ -24,6 +25,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from sparkmv.analyze.relational import Node, Scan, scanned_tables
+from sparkmv.delta.relation import Relation, TempViews, quoted
 from sparkmv.zset import WEIGHT
 
 
@@ -38,7 +40,7 @@ class BaseState:
     consolidated Z-set over the same columns) when it changed since the last refresh, with
     the change's rows as logged (before consolidation)."""
 
-    rows: DataFrame
+    rows: DataFrame | str  # or the qualified name of the catalog table, read when run
     change: DataFrame | None = None
     logged: DataFrame | None = None
 
@@ -49,34 +51,59 @@ class DeltaRule:
     algebra as text (for EXPLAIN)."""
 
     operator: type
-    evaluate: Callable[[Any, Version, DeltaEngine], DataFrame]
-    delta: Callable[[Any, DeltaEngine], DataFrame]
+    evaluate: Callable[[Any, Version, DeltaEngine], Relation]
+    delta: Callable[[Any, DeltaEngine], Relation]
     describe: Callable[[Any, Version | None, DeltaEngine], str]  # None: the delta
 
 
 class DeltaEngine:
     """The rules over one refresh's base tables; ``screens``: per scan, the irrelevance
-    filter its change passes before any rule above it sees it (``sparkmv.filter``)."""
+    filter its change passes before any rule above it sees it (``sparkmv.filter``).
+
+    Used as a context manager: leaving it drops the temporary views its relations read
+    (``relation.TempViews``); the DataFrames built meanwhile stay usable."""
 
     def __init__(
         self,
         tables: Mapping[str, BaseState],
         rules: tuple[DeltaRule, ...],
+        views: TempViews,
         screens: Mapping[Scan, exp.Expr] | None = None,
-        values: dict[tuple[int, Version], tuple[Node, DataFrame]] | None = None,
+        values: dict[tuple[int, Version], tuple[Node, Relation]] | None = None,
     ) -> None:
         self.tables = tables
         self._rules = rules
+        self.views = views
         self.screens: Mapping[Scan, exp.Expr] = screens or {}
         # Every ``evaluate`` result, by node identity (the node is kept, so its id stays
-        # unique): the n terms of a join's change read the same n inputs, and building a
-        # DataFrame costs JVM round trips and an analysis of its whole plan.
+        # unique): the n terms of a join's change read the same n inputs.
         self._values = {} if values is None else values
+
+    def __enter__(self) -> DeltaEngine:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.views.drop()
 
     def screened(self, screens: Mapping[Scan, exp.Expr]) -> DeltaEngine:
         """This engine with the scans' changes screened by ``screens`` (values are not
-        screened: the two engines share them)."""
-        return DeltaEngine(self.tables, self._rules, screens, self._values)
+        screened: the two engines share them, and their temporary views)."""
+        return DeltaEngine(self.tables, self._rules, self.views, screens, self._values)
+
+    def relation(self, frame: DataFrame) -> Relation:
+        """A DataFrame rule's result as a relation."""
+        return Relation(self.views, frame=frame)
+
+    def query(self, sql: str) -> Relation:
+        """A SQL rule's result as a relation."""
+        return Relation(self.views, sql=sql)
+
+    def view_of(self, rows: DataFrame | str) -> str:
+        """The name to read ``rows`` (a base table's rows or change) by in SQL: a temporary
+        view of a DataFrame, or a catalog table's quoted name."""
+        if isinstance(rows, str):
+            return ".".join(quoted(part) for part in rows.split("."))
+        return self.views.name_of(rows)
 
     def rule(self, node: Node) -> DeltaRule:
         for rule in self._rules:
@@ -88,7 +115,7 @@ class DeltaEngine:
         """Whether any base table under ``node`` changed."""
         return any(self.tables[table].change is not None for table in scanned_tables(node))
 
-    def evaluate(self, node: Node, version: Version) -> DataFrame:
+    def value(self, node: Node, version: Version) -> Relation:
         """``node``'s value as a Z-set, over the base tables as of ``version``."""
         if version is Version.OLD and not self.changed(node):
             version = Version.NEW  # unchanged: old and new are the same rows
@@ -98,12 +125,21 @@ class DeltaEngine:
             self._values[(id(node), version)] = known
         return known[1]
 
-    def delta(self, node: Node) -> DataFrame:
+    def change(self, node: Node) -> Relation:
         """``Δnode = node(NEW) − node(OLD)`` as a Z-set (empty when no table under ``node``
         changed: a view's base tables include those of a CTE it never reads)."""
         if not self.changed(node):
-            return self.evaluate(node, Version.NEW).limit(0)
+            empty = self.value(node, Version.NEW).subquery("e")
+            return self.query(f"SELECT * FROM {empty} LIMIT 0")
         return self.rule(node).delta(node, self)
+
+    def evaluate(self, node: Node, version: Version) -> DataFrame:
+        """``value`` as a DataFrame."""
+        return self.value(node, version).frame
+
+    def delta(self, node: Node) -> DataFrame:
+        """``change`` as a DataFrame."""
+        return self.change(node).frame
 
     def describe(self, node: Node, version: Version | None = None) -> str:
         """The delta (``version`` None) or the value of ``node``, in the rules' algebra."""
@@ -112,9 +148,14 @@ class DeltaEngine:
         return self.rule(node).describe(node, version, self)
 
 
+def sql_expression(expression: exp.Expr) -> str:
+    """An IR expression (columns already renamed to internal names) as Spark SQL."""
+    return expression.sql(dialect="spark")
+
+
 def spark_expression(expression: exp.Expr) -> Column:
     """An IR expression (columns already renamed to internal names) as a Spark column."""
-    return F.expr(expression.sql(dialect="spark"))
+    return F.expr(sql_expression(expression))
 
 
 def column(name: str) -> Column:

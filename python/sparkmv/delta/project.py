@@ -7,26 +7,25 @@ a projected tuple disappears only when the weights of all its derivations cancel
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-
 from sparkmv.analyze.relational import Project
-from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column, spark_expression
-from sparkmv.zset import WEIGHT
+from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
+from sparkmv.delta.relation import WEIGHT_SQL, Relation, quoted
 
 
-def project(node: Project, zset: DataFrame) -> DataFrame:
-    columns = [
-        spark_expression(e).alias(o) for e, o in zip(node.expressions, node.outputs, strict=True)
-    ]
-    return zset.select(*columns, column(WEIGHT))
+def project(node: Project, zset: Relation, engine: DeltaEngine) -> Relation:
+    columns = ", ".join(
+        f"{sql_expression(e)} AS {quoted(o)}"
+        for e, o in zip(node.expressions, node.outputs, strict=True)
+    )
+    return engine.query(f"SELECT {columns}, {WEIGHT_SQL} FROM {zset.subquery('p')}")
 
 
-def evaluate(node: Project, version: Version, engine: DeltaEngine) -> DataFrame:
-    return project(node, engine.evaluate(node.child, version))
+def evaluate(node: Project, version: Version, engine: DeltaEngine) -> Relation:
+    return project(node, engine.value(node.child, version), engine)
 
 
-def delta(node: Project, engine: DeltaEngine) -> DataFrame:
-    return project(node, engine.delta(node.child))
+def delta(node: Project, engine: DeltaEngine) -> Relation:
+    return project(node, engine.change(node.child), engine)
 
 
 def describe(node: Project, version: Version | None, engine: DeltaEngine) -> str:

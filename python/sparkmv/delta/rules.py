@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pyspark.sql import SparkSession
+
 from sparkmv.delta import aggregate, distinct, join, project, scan, selection, union_all
 from sparkmv.delta.engine import BaseState, DeltaEngine, DeltaRule
+from sparkmv.delta.relation import TempViews
 
 RULES: tuple[DeltaRule, ...] = (
     scan.RULE,
@@ -19,5 +22,6 @@ RULES: tuple[DeltaRule, ...] = (
 )
 
 
-def delta_engine(tables: Mapping[str, BaseState]) -> DeltaEngine:
-    return DeltaEngine(tables, RULES)
+def delta_engine(spark: SparkSession, tables: Mapping[str, BaseState]) -> DeltaEngine:
+    """The rules over ``tables``; use it as a context manager (``DeltaEngine``)."""
+    return DeltaEngine(tables, RULES, TempViews(spark))

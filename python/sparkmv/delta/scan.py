@@ -8,42 +8,41 @@ weighted union, so no row is deleted more often than it occurs).
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from sparkmv.analyze.relational import Scan
-from sparkmv.delta.engine import (
-    DeltaEngine,
-    DeltaRule,
-    Version,
-    column,
-    spark_expression,
-    with_outputs,
-)
-from sparkmv.zset import WEIGHT, weighted
+from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
+from sparkmv.delta.relation import WEIGHT_SQL, Relation, quoted
 
 
-def evaluate(node: Scan, version: Version, engine: DeltaEngine) -> DataFrame:
+def _columns(node: Scan) -> str:
+    """The scanned columns under the scan's internal names."""
+    return ", ".join(
+        f"{quoted(c)} AS {quoted(o)}" for c, o in zip(node.columns, node.outputs, strict=True)
+    )
+
+
+def evaluate(node: Scan, version: Version, engine: DeltaEngine) -> Relation:
     state = engine.tables[node.table]
-    rows = weighted(state.rows.select(*(column(c) for c in node.columns)), 1)
+    rows = f"SELECT {_columns(node)}, CAST(1 AS BIGINT) AS {WEIGHT_SQL}"
+    sql = f"{rows} FROM {engine.view_of(state.rows)}"
     if version is Version.OLD and state.change is not None:
-        retracted = state.change.select(
-            *(column(c) for c in node.columns), (-column(WEIGHT)).alias(WEIGHT)
-        )
-        rows = rows.unionByName(retracted)
-    return with_outputs(rows, node.columns, node.outputs)
+        retracted = f"SELECT {_columns(node)}, -CAST({WEIGHT_SQL} AS BIGINT) AS {WEIGHT_SQL}"
+        sql += f" UNION ALL {retracted} FROM {engine.view_of(state.change)}"
+    return engine.query(sql)
 
 
-def delta(node: Scan, engine: DeltaEngine) -> DataFrame:
+def delta(node: Scan, engine: DeltaEngine) -> Relation:
     """``ΔR``, less the rows this occurrence's irrelevance filter drops (Blakeley §4)."""
     change = engine.tables[node.table].change
     if change is None:
         raise ValueError(f"{node.table} did not change")
+    sql = (
+        f"SELECT {_columns(node)}, CAST({WEIGHT_SQL} AS BIGINT) AS {WEIGHT_SQL}"
+        f" FROM {engine.view_of(change)}"
+    )
     screen = engine.screens.get(node)
     if screen is not None:
-        change = change.where(spark_expression(screen))
-    selected = change.select(*(column(c) for c in node.columns), F.col(WEIGHT).cast("long"))
-    return with_outputs(selected, node.columns, node.outputs)
+        sql += f" WHERE {sql_expression(screen)}"
+    return engine.query(sql)
 
 
 def describe(node: Scan, version: Version | None, engine: DeltaEngine) -> str:

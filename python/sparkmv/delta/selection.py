@@ -12,23 +12,28 @@ the join rule, which joins the inputs along the conjuncts of ``C`` instead of cr
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
 from sqlglot import exp
 
-from sparkmv.analyze.relational import Filter, Join
-from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, spark_expression
+from sparkmv.analyze.relational import Filter, Join, Node
+from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
+from sparkmv.delta.relation import Relation
 
 
-def evaluate(node: Filter, version: Version, engine: DeltaEngine) -> DataFrame:
+def evaluate(node: Filter, version: Version, engine: DeltaEngine) -> Relation:
     if isinstance(node.child, Join):
-        return engine.evaluate(selected_join(node, node.child), version)
-    return engine.evaluate(node.child, version).where(spark_expression(node.predicate))
+        return engine.value(selected_join(node, node.child), version)
+    return select(node, engine.value(node.child, version), engine)
 
 
-def delta(node: Filter, engine: DeltaEngine) -> DataFrame:
+def delta(node: Filter, engine: DeltaEngine) -> Relation:
     if isinstance(node.child, Join):
-        return engine.delta(selected_join(node, node.child))
-    return engine.delta(node.child).where(spark_expression(node.predicate))
+        return engine.change(selected_join(node, node.child))
+    return select(node, engine.change(node.child), engine)
+
+
+def select(node: Filter, zset: Relation, engine: DeltaEngine) -> Relation:
+    predicate = sql_expression(node.predicate)
+    return engine.query(f"SELECT * FROM {zset.subquery('s')} WHERE {predicate}")
 
 
 def selected_join(node: Filter, join: Join) -> Join:
@@ -38,7 +43,8 @@ def selected_join(node: Filter, join: Join) -> Join:
 
 
 def describe(node: Filter, version: Version | None, engine: DeltaEngine) -> str:
-    return f"σ({engine.describe(node.child, version)})"
+    child: Node = selected_join(node, node.child) if isinstance(node.child, Join) else node.child
+    return f"σ({engine.describe(child, version)})"
 
 
 RULE = DeltaRule(Filter, evaluate, delta, describe)

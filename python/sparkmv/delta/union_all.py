@@ -5,30 +5,27 @@ Inputs line up by position, as in SQL; Spark widens their types as the query wou
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import DataFrame
-
-from sparkmv.analyze.relational import UnionAll
-from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, with_outputs
+from sparkmv.analyze.relational import Node, UnionAll
+from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
+from sparkmv.delta.relation import Relation, renamed_sql
 
 
-def evaluate(node: UnionAll, version: Version, engine: DeltaEngine) -> DataFrame:
-    parts = [
-        with_outputs(engine.evaluate(child, version), child.outputs, node.outputs)
-        for child in node.children
-    ]
-    return reduce(DataFrame.union, parts)
+def union_all(node: UnionAll, parts: list[tuple[Node, Relation]], engine: DeltaEngine) -> Relation:
+    """The union of the children's Z-sets, their columns named by ``node``'s outputs."""
+    return engine.query(
+        " UNION ALL ".join(renamed_sql(part, child.outputs, node.outputs) for child, part in parts)
+    )
 
 
-def delta(node: UnionAll, engine: DeltaEngine) -> DataFrame:
+def evaluate(node: UnionAll, version: Version, engine: DeltaEngine) -> Relation:
+    return union_all(node, [(c, engine.value(c, version)) for c in node.children], engine)
+
+
+def delta(node: UnionAll, engine: DeltaEngine) -> Relation:
     # Every child, the unchanged ones as empty changes: Spark then widens the column types
     # exactly as for the union's value (an INT branch united with a BIGINT one is BIGINT
     # even when only the INT branch changed).
-    parts = [
-        with_outputs(engine.delta(child), child.outputs, node.outputs) for child in node.children
-    ]
-    return reduce(DataFrame.union, parts)
+    return union_all(node, [(c, engine.change(c)) for c in node.children], engine)
 
 
 def describe(node: UnionAll, version: Version | None, engine: DeltaEngine) -> str:

@@ -30,13 +30,16 @@ from sparkmv.apply.aggregate import group_merge
 from sparkmv.apply.incremental import Merge, row_merge
 from sparkmv.apply.snapshot import storage_columns
 from sparkmv.catalog.metadata import StorageLayout
+from sparkmv.catalog.views import ViewCatalog
 from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
 from sparkmv.delta.aggregate import distinct_arguments
-from sparkmv.delta.engine import BaseState, DeltaEngine, Version, spark_expression, with_outputs
+from sparkmv.delta.engine import BaseState, DeltaEngine, Version, spark_expression
+from sparkmv.delta.relation import Relation, consolidated_sql, renamed_sql
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
+from sparkmv.parse.statements import TableName
 from sparkmv.plan.aggregate_view import aggregate_view
-from sparkmv.zset import WEIGHT, as_bag, consolidate
+from sparkmv.zset import WEIGHT, as_bag
 
 
 def maintainability_of(
@@ -44,8 +47,7 @@ def maintainability_of(
 ) -> Maintainability:
     """``analyze_maintainability``, then a check that the delta rules' evaluation of the IR
     has the query's column types (sqlglot reads the query, Spark runs the rules)."""
-    tables = {table: spark.table(table) for table in query.base_tables}
-    columns = {table: tuple(frame.columns) for table, frame in tables.items()}
+    tables, columns = base_table_columns(spark, query.base_tables)
     found = analyze_maintainability(query, database, data, columns)
     if not found.incremental or found.root is None:
         return found
@@ -54,13 +56,14 @@ def maintainability_of(
             return Maintainability(
                 False, f"column {field.name} holds a MAP, and maps cannot be compared"
             )
-    engine = delta_engine({table: BaseState(frame) for table, frame in tables.items()})
-    try:
-        evaluated = engine.evaluate(found.root, Version.NEW)
-    except NotMaintainableError as error:  # e.g. a SUM over DOUBLE, known from its type
-        return not_maintainable(str(error))
+    states = {table: BaseState(rows) for table, rows in tables.items()}
+    with delta_engine(spark, states) as engine:
+        try:
+            evaluated = engine.evaluate(found.root, Version.NEW).schema
+        except NotMaintainableError as error:  # e.g. a SUM over DOUBLE, known from its type
+            return not_maintainable(str(error))
     expected = [field.dataType for field in data.schema.fields]
-    actual = [field.dataType for field in evaluated.schema.fields if field.name != WEIGHT]
+    actual = [field.dataType for field in evaluated.fields if field.name != WEIGHT]
     if expected != actual:
         return Maintainability(
             False,
@@ -68,6 +71,26 @@ def maintainability_of(
             f"({_types(actual)} instead of {_types(expected)})",
         )
     return found
+
+
+def base_table_columns(
+    spark: SparkSession, base_tables: tuple[str, ...]
+) -> tuple[dict[str, DataFrame | str], dict[str, tuple[str, ...]]]:
+    """Per base table, what the type check reads (its name; a DataFrame of it when the
+    catalog has no table of that name, e.g. a temporary view) and its column names, from
+    one metastore call."""
+    names = [TableName.parse_qualified(table) for table in base_tables]
+    entries = ViewCatalog(spark).entries(names) if names else {}
+    rows: dict[str, DataFrame | str] = {}
+    columns: dict[str, tuple[str, ...]] = {}
+    for table, name in zip(base_tables, names, strict=True):
+        entry = entries[name]
+        if entry is None:
+            frame = spark.table(table)
+            rows[table], columns[table] = frame, tuple(frame.columns)
+        else:
+            rows[table], columns[table] = table, tuple(entry.schema.fieldNames())
+    return rows, columns
 
 
 def schemas_key(spark: SparkSession, data: DataFrame, schemas: Mapping[str, T.StructType]) -> str:
@@ -108,10 +131,10 @@ def stored_rows(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
     if grouped is not None:
         return grouped.stored_rows(engine)
     stored = maintained.stored
-    rows = _storage_named(engine.evaluate(stored, Version.NEW), stored.outputs)
+    rows = _storage_named(engine, engine.value(stored, Version.NEW), stored.outputs)
     if maintained.counted:
-        return consolidate(rows)
-    return as_bag(rows)
+        return engine.query(consolidated_sql(rows, storage_columns(len(stored.outputs)))).frame
+    return as_bag(rows.frame)
 
 
 def stored_change(
@@ -123,12 +146,13 @@ def stored_change(
     if grouped is not None:
         return grouped.state_change(engine), group_merge(grouped, engine)
     stored = maintained.stored
-    change = consolidate(_storage_named(engine.delta(stored), stored.outputs))
-    return change, row_merge(layout, change)
+    change = _storage_named(engine, engine.change(stored), stored.outputs)
+    consolidated = engine.query(consolidated_sql(change, storage_columns(len(stored.outputs))))
+    return consolidated.frame, row_merge(layout, consolidated.frame)
 
 
-def _storage_named(zset: DataFrame, outputs: tuple[str, ...]) -> DataFrame:
-    return with_outputs(zset, outputs, tuple(storage_columns(len(outputs))))
+def _storage_named(engine: DeltaEngine, zset: Relation, outputs: tuple[str, ...]) -> Relation:
+    return engine.query(renamed_sql(zset, outputs, tuple(storage_columns(len(outputs)))))
 
 
 def delta_terms(maintained: Maintainability, engine: DeltaEngine) -> str:
@@ -161,6 +185,10 @@ def irrelevance_screens(
     ansi = spark.conf.get(ANSI_CONF, "true") == "true"
 
     def leaf_types(node: Node) -> dict[str, T.DataType]:
+        rows = engine.tables[node.table].rows if isinstance(node, Scan) else None
+        if isinstance(node, Scan) and isinstance(rows, DataFrame):  # no plan to analyze
+            types = {field.name: field.dataType for field in rows.schema.fields}
+            return {o: types[c] for c, o in zip(node.columns, node.outputs, strict=True)}
         schema = engine.evaluate(node, Version.NEW).schema
         return {field.name: field.dataType for field in schema.fields if field.name != WEIGHT}
 

@@ -1,5 +1,7 @@
 package io.sparkmv.catalog
 
+import java.util.Locale
+
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.catalyst.TableIdentifier
@@ -24,6 +26,32 @@ object CatalogBridge {
       try spark.sessionState.catalog.getTableMetadata(TableIdentifier(name, Some(db)))
       catch { case _: NoSuchTableException | _: NoSuchNamespaceException => return null }
     json.writeValueAsString(describe(table))
+  }
+
+  /**
+   * `table` for many tables at once: a JSON object from `db.name` to the table's description
+   * (null when it does not exist), one metastore call per database. `names` is a JSON list of
+   * `[db, name]` pairs (a view over dozens of base tables looks them all up per refresh).
+   */
+  def tables(spark: SparkSession, names: String): String = {
+    val catalog = spark.sessionState.catalog
+    val idents = json.readTree(names).elements().asScala.toSeq.map { pair =>
+      TableIdentifier(pair.get(1).asText(), Some(pair.get(0).asText()))
+    }
+    val found = idents.groupBy(_.database).toSeq.flatMap { case (db, group) =>
+      val existing =
+        try catalog.getTablesByName(group)
+        catch { case _: NoSuchNamespaceException => Seq.empty }
+      existing.map(t => s"${db.get}.${t.identifier.table}".toLowerCase(Locale.ROOT) -> t)
+    }.toMap
+    json.writeValueAsString(
+      idents
+        .map { ident =>
+          val key = s"${ident.database.get}.${ident.table}"
+          key -> found.get(key.toLowerCase(Locale.ROOT)).map(describe).orNull
+        }
+        .toMap
+        .asJava)
   }
 
   private def describe(table: CatalogTable): java.util.Map[String, AnyRef] = Map[String, AnyRef](
