@@ -11,6 +11,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from sparkmv.parse.statements import quote_identifier
+
 WEIGHT = "__sparkmv_weight"
 """The weight column of every Z-set DataFrame."""
 
@@ -31,7 +33,7 @@ def consolidate(zset: DataFrame) -> DataFrame:
 
     >>> # consolidate({(a, +1), (a, +1), (b, +1), (b, -1)}) == {(a, +2)}
     """
-    columns = [name for name in zset.columns if name != WEIGHT]
+    columns = [F.col(quote_identifier(name)) for name in zset.columns if name != WEIGHT]
     summed = zset.groupBy(*columns).agg(F.sum(WEIGHT).alias(WEIGHT))
     return summed.where(F.col(WEIGHT) != 0)
 
@@ -63,5 +65,5 @@ def as_bag(zset: DataFrame, weight: str = WEIGHT) -> DataFrame:
     """The rows of a Z-set with positive weights as a bag: each row ``weight`` times, without
     the weight column."""
     copies = F.explode(F.array_repeat(F.lit(True), F.col(weight).cast("int")))
-    columns = [name for name in zset.columns if name != weight]
+    columns = [F.col(quote_identifier(name)) for name in zset.columns if name != weight]
     return zset.select(*columns, copies.alias("__copy")).drop("__copy")

@@ -25,7 +25,8 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from sparkmv.analyze.relational import Node, Scan, scanned_tables
-from sparkmv.delta.relation import Relation, TempViews, quoted
+from sparkmv.delta.relation import Relation, TempViews
+from sparkmv.parse.statements import quote_identifier
 from sparkmv.zset import WEIGHT
 
 
@@ -102,7 +103,7 @@ class DeltaEngine:
         """The name to read ``rows`` (a base table's rows or change) by in SQL: a temporary
         view of a DataFrame, or a catalog table's quoted name."""
         if isinstance(rows, str):
-            return ".".join(quoted(part) for part in rows.split("."))
+            return ".".join(quote_identifier(part) for part in rows.split("."))
         return self.views.name_of(rows)
 
     def rule(self, node: Node) -> DeltaRule:
@@ -159,7 +160,7 @@ def spark_expression(expression: exp.Expr) -> Column:
 
 
 def column(name: str) -> Column:
-    return F.col("`" + name.replace("`", "``") + "`")
+    return F.col(quote_identifier(name))
 
 
 def with_outputs(zset: DataFrame, sources: tuple[str, ...], outputs: tuple[str, ...]) -> DataFrame:

@@ -42,7 +42,8 @@ from sqlglot import exp
 
 from sparkmv.analyze.relational import Join
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
-from sparkmv.delta.relation import WEIGHT_SQL, Relation, quoted
+from sparkmv.delta.relation import WEIGHT_SQL, Relation
+from sparkmv.parse.statements import quote_identifier
 
 
 def join(node: Join, inputs: list[Relation], engine: DeltaEngine, start: int = 0) -> Relation:
@@ -59,8 +60,8 @@ def join(node: Join, inputs: list[Relation], engine: DeltaEngine, start: int = 0
             sql += f" CROSS JOIN {joined}"  # no condition connects it
     if attached[0]:
         sql += f" WHERE {sql_expression(exp.and_(*attached[0]))}"
-    outputs = ", ".join(quoted(o) for o in node.outputs)
-    weight = " * ".join(f"{quoted(alias)}.{WEIGHT_SQL}" for alias in aliases)
+    outputs = ", ".join(quote_identifier(o) for o in node.outputs)
+    weight = " * ".join(f"{quote_identifier(alias)}.{WEIGHT_SQL}" for alias in aliases)
     return engine.query(f"SELECT {outputs}, {weight} AS {WEIGHT_SQL} {sql}")
 
 
@@ -183,7 +184,7 @@ def delta_terms(node: Join, engine: DeltaEngine) -> list[tuple[int, list[Version
 def delta(node: Join, engine: DeltaEngine) -> Relation:
     whole = factored(node, engine)
     if whole is not None:  # one term, Δcore ⋈ rest; its columns in ``node``'s order
-        outputs = ", ".join(quoted(o) for o in node.outputs)
+        outputs = ", ".join(quote_identifier(o) for o in node.outputs)
         change = engine.change(whole).subquery("f")
         return engine.query(f"SELECT {outputs}, {WEIGHT_SQL} FROM {change}")
     terms = [

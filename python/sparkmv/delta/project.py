@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from sparkmv.analyze.relational import Project
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
-from sparkmv.delta.relation import WEIGHT_SQL, Relation, quoted
+from sparkmv.delta.relation import WEIGHT_SQL, Relation
+from sparkmv.parse.statements import quote_identifier
 
 
 def project(node: Project, zset: Relation, engine: DeltaEngine) -> Relation:
     columns = ", ".join(
-        f"{sql_expression(e)} AS {quoted(o)}"
+        f"{sql_expression(e)} AS {quote_identifier(o)}"
         for e, o in zip(node.expressions, node.outputs, strict=True)
     )
     return engine.query(f"SELECT {columns}, {WEIGHT_SQL} FROM {zset.subquery('p')}")

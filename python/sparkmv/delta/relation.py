@@ -21,15 +21,10 @@ import uuid
 
 from pyspark.sql import DataFrame, SparkSession
 
+from sparkmv.parse.statements import quote_identifier
 from sparkmv.zset import WEIGHT
 
-
-def quoted(name: str) -> str:
-    """``name`` as a Spark SQL identifier."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-WEIGHT_SQL = quoted(WEIGHT)
+WEIGHT_SQL = quote_identifier(WEIGHT)
 
 
 class TempViews:
@@ -50,7 +45,7 @@ class TempViews:
             frame.createOrReplaceTempView(name)
             known = (frame, name)
             self._names[id(frame)] = known
-        return quoted(known[1])
+        return quote_identifier(known[1])
 
     def drop(self) -> None:
         catalog = self.spark.catalog
@@ -89,20 +84,23 @@ class Relation:
 
     def subquery(self, alias: str) -> str:
         """This relation in a FROM clause, as ``alias``."""
-        return f"({self.sql}) AS {quoted(alias)}"
+        return f"({self.sql}) AS {quote_identifier(alias)}"
 
 
 def renamed_sql(relation: Relation, sources: tuple[str, ...], outputs: tuple[str, ...]) -> str:
     """``relation``'s columns ``sources`` renamed to ``outputs`` (positionally), then the weight."""
-    columns = ", ".join(
-        f"{quoted(s)} AS {quoted(o)}" for s, o in zip(sources, outputs, strict=True)
-    )
-    return f"SELECT {columns}, {WEIGHT_SQL} FROM {relation.subquery('r')}"
+    return f"SELECT {renamed(sources, outputs)}, {WEIGHT_SQL} FROM {relation.subquery('r')}"
+
+
+def renamed(sources: tuple[str, ...], outputs: tuple[str, ...]) -> str:
+    """A select list of the columns ``sources`` named ``outputs`` (positionally)."""
+    pairs = zip(sources, outputs, strict=True)
+    return ", ".join(f"{quote_identifier(s)} AS {quote_identifier(o)}" for s, o in pairs)
 
 
 def consolidated_sql(relation: Relation, columns: list[str]) -> str:
     """``zset.consolidate`` in SQL: equal rows grouped, weights summed, zero sums dropped."""
-    names = ", ".join(quoted(c) for c in columns)
+    names = ", ".join(quote_identifier(c) for c in columns)
     total = f"SUM({WEIGHT_SQL})"
     selected = f"{names}, {total}" if columns else total
     grouped = f" GROUP BY {names}" if columns else ""

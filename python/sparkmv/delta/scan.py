@@ -10,22 +10,14 @@ from __future__ import annotations
 
 from sparkmv.analyze.relational import Scan
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
-from sparkmv.delta.relation import WEIGHT_SQL, Relation, quoted
-
-
-def _columns(node: Scan) -> str:
-    """The scanned columns under the scan's internal names."""
-    return ", ".join(
-        f"{quoted(c)} AS {quoted(o)}" for c, o in zip(node.columns, node.outputs, strict=True)
-    )
+from sparkmv.delta.relation import WEIGHT_SQL, Relation, renamed
 
 
 def evaluate(node: Scan, version: Version, engine: DeltaEngine) -> Relation:
     state = engine.tables[node.table]
-    rows = f"SELECT {_columns(node)}, CAST(1 AS BIGINT) AS {WEIGHT_SQL}"
-    sql = f"{rows} FROM {engine.view_of(state.rows)}"
+    sql = f"{_select(node, 'CAST(1 AS BIGINT)')} FROM {engine.view_of(state.rows)}"
     if version is Version.OLD and state.change is not None:
-        retracted = f"SELECT {_columns(node)}, -CAST({WEIGHT_SQL} AS BIGINT) AS {WEIGHT_SQL}"
+        retracted = _select(node, f"-CAST({WEIGHT_SQL} AS BIGINT)")
         sql += f" UNION ALL {retracted} FROM {engine.view_of(state.change)}"
     return engine.query(sql)
 
@@ -35,14 +27,16 @@ def delta(node: Scan, engine: DeltaEngine) -> Relation:
     change = engine.tables[node.table].change
     if change is None:
         raise ValueError(f"{node.table} did not change")
-    sql = (
-        f"SELECT {_columns(node)}, CAST({WEIGHT_SQL} AS BIGINT) AS {WEIGHT_SQL}"
-        f" FROM {engine.view_of(change)}"
-    )
+    sql = f"{_select(node, f'CAST({WEIGHT_SQL} AS BIGINT)')} FROM {engine.view_of(change)}"
     screen = engine.screens.get(node)
     if screen is not None:
         sql += f" WHERE {sql_expression(screen)}"
     return engine.query(sql)
+
+
+def _select(node: Scan, weight: str) -> str:
+    """The select list of the scan's columns under its internal names, then ``weight``."""
+    return f"SELECT {renamed(node.columns, node.outputs)}, {weight} AS {WEIGHT_SQL}"
 
 
 def describe(node: Scan, version: Version | None, engine: DeltaEngine) -> str:
