@@ -8,7 +8,7 @@ row inserted and deleted within one range disappears while duplicates keep their
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from sparkmv.parse.statements import quote_identifier
@@ -23,6 +23,12 @@ GROUP_KEY_PREFIX = "mv_k"
 """Hidden in an aggregate view's storage: its group keys ``mv_k0 …``."""
 
 
+def column(name: str) -> Column:
+    """The column ``name`` of a DataFrame, quoted so that names with spaces, dots, keywords or
+    back-quotes resolve to that column and nothing else."""
+    return F.col(quote_identifier(name))
+
+
 def weighted(rows: DataFrame, weight: int) -> DataFrame:
     """``rows`` as a Z-set in which every row has ``weight``."""
     return rows.withColumn(WEIGHT, F.lit(weight).cast("long"))
@@ -33,7 +39,7 @@ def consolidate(zset: DataFrame) -> DataFrame:
 
     >>> # consolidate({(a, +1), (a, +1), (b, +1), (b, -1)}) == {(a, +2)}
     """
-    columns = [F.col(quote_identifier(name)) for name in zset.columns if name != WEIGHT]
+    columns = [column(name) for name in zset.columns if name != WEIGHT]
     summed = zset.groupBy(*columns).agg(F.sum(WEIGHT).alias(WEIGHT))
     return summed.where(F.col(WEIGHT) != 0)
 
@@ -65,5 +71,5 @@ def as_bag(zset: DataFrame, weight: str = WEIGHT) -> DataFrame:
     """The rows of a Z-set with positive weights as a bag: each row ``weight`` times, without
     the weight column."""
     copies = F.explode(F.array_repeat(F.lit(True), F.col(weight).cast("int")))
-    columns = [F.col(quote_identifier(name)) for name in zset.columns if name != weight]
+    columns = [column(name) for name in zset.columns if name != weight]
     return zset.select(*columns, copies.alias("__copy")).drop("__copy")

@@ -47,8 +47,7 @@ from pyspark.sql.types import StructType
 from sparkmv import fs
 from sparkmv.capture.files import DataFile, PartitionSpec, TableFiles, delete_retired
 from sparkmv.capture.source import ChangeRangeError
-from sparkmv.parse.statements import quote_identifier
-from sparkmv.zset import WEIGHT, consolidate, weighted
+from sparkmv.zset import WEIGHT, column, consolidate, weighted
 
 _MANIFEST = re.compile(r"^(\d{20})\.json$")
 _COMPACTED = re.compile(r"^_compacted_through\.(\d+)$")
@@ -500,7 +499,7 @@ class ChangeLog:
             columns: list[Column] = [
                 F.lit(values[f.name]).cast(f.dataType).alias(f.name)
                 if f.name in values
-                else F.col(quote_identifier(f.name))
+                else column(f.name)
                 for f in self.schema.fields
             ]
             frames.append(frame.select(*columns))

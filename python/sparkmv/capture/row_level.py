@@ -57,7 +57,8 @@ from sparkmv.capture.tracking import Tracking
 from sparkmv.catalog.views import CatalogEntry
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
-from sparkmv.parse.statements import TableName, quote_identifier
+from sparkmv.parse.statements import TableName
+from sparkmv.zset import column
 
 MERGE = "MERGE"
 UPDATE_STATEMENT = "UPDATE"
@@ -81,7 +82,7 @@ class RowChanges:
         return self._column(-5)
 
     def _column(self, position: int) -> Any:
-        return F.col(quote_identifier(self.frame.columns[position]))
+        return column(self.frame.columns[position])
 
     @property
     def file(self) -> Any:
@@ -301,7 +302,7 @@ class CopyOnWrite:
             if self.log is not None
             else F.lit(None).cast("string")
         )
-        current = [F.col(quote_identifier(n)).alias(n) for n in c.table_columns]
+        current = [column(n).alias(n) for n in c.table_columns]
         images = F.array(  # a row's image after the statement, and its pre-image
             F.struct(after.alias(tag), *current),
             F.struct(old.alias(tag), *[c.before.getField(n).alias(n) for n in c.table_columns]),

@@ -23,7 +23,7 @@ from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import STORAGE_BUCKETS_CONF
 from sparkmv.delta.engine import BaseState, DeltaEngine
 from sparkmv.delta.rules import delta_engine
-from sparkmv.parse.statements import RefreshMode, RefreshStatement, quote_identifier
+from sparkmv.parse.statements import RefreshMode, RefreshStatement
 from sparkmv.plan.refresh_plan import (
     FULL,
     INCREMENTAL,
@@ -41,7 +41,7 @@ from sparkmv.plan.view_delta import (
     stored_change,
     stored_rows,
 )
-from sparkmv.zset import WEIGHT, consolidate
+from sparkmv.zset import WEIGHT, column, consolidate
 
 RESULT_SCHEMA = (
     "mode STRING, reason STRING, rows_inserted BIGINT, rows_deleted BIGINT,"
@@ -137,7 +137,7 @@ def _reading_only(logged: DataFrame, read: set[str] | None) -> DataFrame:
         return logged
     read = {name.lower() for name in read}  # Spark's column names ignore case
     columns = [
-        F.col(quote_identifier(field.name))
+        column(field.name)
         if field.name.lower() in read or field.name == WEIGHT
         else F.lit(None).cast(field.dataType).alias(field.name)
         for field in logged.schema.fields

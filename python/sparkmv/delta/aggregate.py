@@ -45,9 +45,9 @@ from sqlglot import exp
 
 from sparkmv.analyze.relational import Aggregate, AggregateCall, NotMaintainableError
 from sparkmv.config import ANSI_CONF
-from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column, spark_expression
+from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, spark_expression
 from sparkmv.delta.relation import Relation
-from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, consolidate, materialized
+from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, column, consolidate, materialized
 
 SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 MAX_SUMMED_PRECISION = 27

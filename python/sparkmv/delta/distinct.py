@@ -19,9 +19,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from sparkmv.analyze.relational import Distinct
-from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, column
+from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
 from sparkmv.delta.relation import Relation
-from sparkmv.zset import WEIGHT, consolidate, materialized
+from sparkmv.zset import WEIGHT, column, consolidate, materialized
 
 
 def distinct(zset: DataFrame) -> DataFrame:

@@ -27,7 +27,7 @@ from sqlglot import exp
 from sparkmv.analyze.relational import Node, Scan, scanned_tables
 from sparkmv.delta.relation import Relation, TempViews
 from sparkmv.parse.statements import quote_identifier
-from sparkmv.zset import WEIGHT
+from sparkmv.zset import WEIGHT, column
 
 
 class Version(Enum):
@@ -157,10 +157,6 @@ def sql_expression(expression: exp.Expr) -> str:
 def spark_expression(expression: exp.Expr) -> Column:
     """An IR expression (columns already renamed to internal names) as a Spark column."""
     return F.expr(sql_expression(expression))
-
-
-def column(name: str) -> Column:
-    return F.col(quote_identifier(name))
 
 
 def with_outputs(zset: DataFrame, sources: tuple[str, ...], outputs: tuple[str, ...]) -> DataFrame:
