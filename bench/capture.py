@@ -2,7 +2,8 @@
 
 1. ``INSERT`` of N rows into a tracked table (a materialized view reads it, so the write is
    logged) vs the same insert into an untracked table: the ratio is capture's overhead
-   (two file listings and a log commit; the rows are referenced, never copied).
+   (the table's files listed in the JVM before and after the write, the log's head read and
+   one commit published; no metastore lookup, and the rows are referenced, never copied).
 2. ``DELETE`` of 0.1% of the rows of a table of M rows in F files by copy-on-write: once
    spread over every file (``id % 1000 = 0``) and once concentrated in one file
    (``id < M / 1000``). The rewrite should follow the affected files: the concentrated

@@ -1,27 +1,33 @@
-"""What the refresh benchmarks share: timing a refresh, counting its Spark jobs, checking a view.
+"""What the refresh benchmarks share: timing a statement, counting its Spark jobs and py4j round
+trips, checking a view.
 
-``refresh()`` runs one ``REFRESH MATERIALIZED VIEW`` statement and records, in a ``Timed``, its
-wall time, the mode, reason, Δview (``+rows_inserted/-rows_deleted``) and ``irrelevant_rows`` of
-the row it returns,
-the number of Spark jobs it launched and the time those jobs ran (the union of their
-submission-to-completion intervals; the rest of the wall time is driver work: the statement's
-trip through the bridge, planning in Python, metastore calls, file listings) and, given a
-``Py4jCalls``, how many Python→JVM calls (py4j round trips) it made. ``mismatch()`` compares a
-view with its query as a multiset.
+``measure()`` runs one statement and records, in a ``Timed``, its wall time, the number of Spark
+jobs it launched and the time those jobs ran (the union of their submission-to-completion
+intervals; the rest of the wall time is driver work: the statement's trip through the bridge,
+planning in Python, metastore calls, file listings) and, given a ``Py4jCalls``, how many
+Python→JVM calls (py4j round trips) it made, by kind. ``refresh()`` measures one ``REFRESH
+MATERIALIZED VIEW`` statement and adds the mode, reason, Δview (``+rows_inserted/-rows_deleted``)
+and ``irrelevant_rows`` of the row it returns. ``mismatch()`` compares a view with its query as a
+multiset.
 """
 
 from __future__ import annotations
 
+import gc
 import statistics
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import sparkmv
-from pyspark.sql import SparkSession
+from py4j import clientserver, java_gateway
+from pyspark.sql import Row, SparkSession
 
 LISTENER_WAIT_MS = 10_000  # job events reach the status store through Spark's listener bus
+SETTLE_TIMEOUT_S = 10.0  # at most this long waiting for py4j's pending object releases
 
 
 def bench_session(warehouse: str) -> SparkSession:
@@ -59,6 +65,7 @@ class Timed:
     jobs: list[int] = field(default_factory=list)  # Spark jobs launched, per sample
     in_jobs: list[float] = field(default_factory=list)  # seconds while a Spark job ran
     calls: list[int] = field(default_factory=list)  # py4j round trips, when counted
+    call_kinds: list[Counter[str]] = field(default_factory=list)  # the same, by CALL_KINDS
     irrelevant: list[int] = field(default_factory=list)  # changed rows the filters dropped
 
     @property
@@ -69,45 +76,156 @@ class Timed:
     def mode(self) -> str:
         return "/".join(dict.fromkeys(self.modes))  # distinct, in order of first appearance
 
+    @property
+    def driver(self) -> list[float]:
+        """Per sample: the seconds no Spark job ran (bridge, planning, metastore, listings)."""
+        return [wall - in_jobs for wall, in_jobs in zip(self.samples, self.in_jobs, strict=True)]
+
+    def median_calls(self, kind: str) -> float:
+        return statistics.median(kinds[kind] for kinds in self.call_kinds)
+
+
+# py4j commands (the first line of what Python sends, see py4j.protocol) grouped by what they do
+CALL_KINDS = {
+    "c": "call",  # a method call
+    "i": "call",  # a constructor
+    "f": "call",  # a field
+    "a": "call",  # an array operation
+    "l": "call",  # a list operation
+    "S": "call",  # a call answered by a stream
+    "r": "lookup",  # reflection: resolving jvm.a.b.C one name at a time, a member
+    "j": "lookup",  # a JVM view: imports
+    "d": "lookup",  # dir()
+    "h": "lookup",  # help()
+    "m": "release",  # memory: the JVM may drop an object Python no longer references
+}
+KIND_NAMES = ("call", "lookup", "release", "other")  # "other": e.g. a new connection's auth
+
+
+class _Wire:
+    """Every py4j command this process sends to the JVM, counted by kind.
+
+    Counted where the bytes leave: ``send_command`` of the connection classes, on every thread.
+    Under pinned-thread mode (PySpark's default) the gateway is a ``ClientServer`` whose
+    ``JavaClient`` keeps one ``ClientServerConnection`` per Python thread: the caller's own, the
+    one a JVM callback arrives on (sparkmv's handler runs on the thread py4j's ``PythonServer``
+    starts for that connection and calls the JVM back over it), and the ``FinalizerWorker``'s,
+    which sends the ``m`` (release) commands of collected ``JavaObject``s. Every ``JavaMember``,
+    ``JavaObject``, ``JavaClass``, ``JVMView`` and collection goes through
+    ``JavaClient.send_command`` → ``connection.send_command``; only a new connection's
+    authentication calls ``connection.send_command`` directly, and is counted here too. Without
+    pinned threads the connections are ``GatewayConnection``s, also counted.
+    """
+
+    lock: ClassVar[threading.Lock] = threading.Lock()
+    sent: ClassVar[Counter[str]] = Counter()  # by kind
+    in_flight: ClassVar[int] = 0  # commands sent whose answer has not arrived yet
+    installed: ClassVar[bool] = False
+
+    @classmethod
+    def install(cls) -> None:
+        with cls.lock:
+            if cls.installed:
+                return
+            for connection in (clientserver.ClientServerConnection, java_gateway.GatewayConnection):
+                connection.send_command = cls._counting(connection.send_command)
+            cls.installed = True
+
+    @classmethod
+    def _counting(cls, send: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(connection: Any, command: str, *args: Any, **kwargs: Any) -> Any:
+            kind = CALL_KINDS.get(command[:1], "other") if command[1:2] == "\n" else "other"
+            with cls.lock:
+                cls.sent[kind] += 1
+                cls.in_flight += 1
+            try:
+                return send(connection, command, *args, **kwargs)
+            finally:
+                with cls.lock:
+                    cls.in_flight -= 1
+
+        return counted
+
 
 class Py4jCalls:
-    """Counts this process's Python→JVM calls (py4j round trips) from its creation on.
+    """Counts this process's Python→JVM calls (py4j round trips), on every thread.
 
     sparkmv's handler runs in this process (py4j calls it back), so a statement's count
     includes every DataFrame and Column operation the refresh made: each is a round trip, and
-    many make Spark analyze a plan on the JVM side.
+    many make Spark analyze a plan on the JVM side. Releases of JVM objects Python dropped
+    (``m`` commands) are sent later by py4j's finalizer thread, which polls its queue once a
+    second: ``settle()`` collects garbage and sends what is queued, so that they are counted
+    with the statement that dropped the objects.
     """
 
     def __init__(self, spark: SparkSession) -> None:
-        self.count = 0
+        _Wire.install()
         gateway: Any = spark.sparkContext._gateway
-        client = gateway._gateway_client
-        send = client.send_command
+        self.client: Any = gateway._gateway_client
 
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.count += 1
-            return send(*args, **kwargs)
+    @property
+    def count(self) -> int:
+        return sum(self.by_kind().values())
 
-        client.send_command = counted  # JavaObjects look it up on the client at each call
+    def by_kind(self) -> Counter[str]:
+        with _Wire.lock:
+            return Counter(_Wire.sent)
+
+    def settle(self) -> None:
+        """Collect garbage and send the releases it queued (and any other thread's pending
+        command) before returning."""
+        gc.collect()
+        queue = getattr(self.client, "finalizer_deque", None)  # ClientServer only
+        deadline = time.perf_counter() + SETTLE_TIMEOUT_S
+        while queue is not None and time.perf_counter() < deadline:
+            try:
+                task = queue.pop()  # what FinalizerWorker does, without its 1 s poll
+            except IndexError:
+                break
+            if task == clientserver.SHUTDOWN_FINALIZER_WORKER:
+                queue.append(task)
+                break
+            client, target_id = task
+            client.garbage_collect_object(target_id, False)
+        while time.perf_counter() < deadline:
+            with _Wire.lock:
+                if _Wire.in_flight == 0:
+                    return
+            time.sleep(0.001)
+
+
+def measure(
+    spark: SparkSession, statement: str, into: Timed, calls: Py4jCalls | None = None
+) -> list[Row]:
+    """Run ``statement``; record its wall time, Spark jobs, time in jobs and py4j round trips in
+    ``into``; the rows it returned."""
+    before = last_job_id(spark)
+    if calls is not None:
+        calls.settle()
+        calls_before = calls.by_kind()
+    started = time.perf_counter()
+    rows = spark.sql(statement).collect()
+    into.samples.append(time.perf_counter() - started)
+    if calls is not None:
+        calls.settle()
+        made = calls.by_kind()
+        made.subtract(calls_before)
+        into.call_kinds.append(Counter({kind: made[kind] for kind in KIND_NAMES}))
+        into.calls.append(made.total())
+    after = last_job_id(spark)
+    into.jobs.append(after - before)
+    into.in_jobs.append(seconds_in_jobs(spark, before + 1, after))
+    return rows
 
 
 def refresh(
     spark: SparkSession, statement: str, into: Timed, calls: Py4jCalls | None = None
 ) -> None:
-    before = last_job_id(spark)
-    calls_before = calls.count if calls is not None else 0
-    started = time.perf_counter()
-    row = spark.sql(statement).collect()[0]
-    into.samples.append(time.perf_counter() - started)
-    if calls is not None:
-        into.calls.append(calls.count - calls_before)
-    after = last_job_id(spark)
+    row = measure(spark, statement, into, calls)[0]
     into.modes.append(str(row["mode"]))
     into.reasons.append(str(row["reason"]))
     into.changes.append(f"+{row['rows_inserted']}/-{row['rows_deleted']}")
     into.irrelevant.append(int(row["irrelevant_rows"]))
-    into.jobs.append(after - before)
-    into.in_jobs.append(seconds_in_jobs(spark, before + 1, after))
 
 
 def _status_store(spark: SparkSession) -> Any:

@@ -17,10 +17,14 @@ own (that is capture's cost, not the refresh's). Then, for each view, ``REFRESH 
 (policy AUTO: incremental when it can) and ``REFRESH ... v_full FULL`` (forced recompute)
 consume the same change; their order alternates between rounds. Printed are the medians over
 the rounds, the ratio full / incremental, the mode each refresh reported and the view rows it
-reported inserting/deleting (Δview, last round). Refresh cost should follow |Δ|, not |fact|,
-so the ratio should grow with the fact size (printed as "ratio growth"). Last, a second AUTO
-refresh with no pending change: its time, its mode and the number of Spark jobs it launched
-(it should launch none over the data).
+reported inserting/deleting (Δview, last round), then, per refresh, the Spark jobs it launched,
+its py4j round trips (counted on every thread, as ``common.Py4jCalls`` does for
+``bench/tpch.py``: the JVM's callback into sparkmv's handler, the handler's calls back, py4j's
+releases of collected JVM objects) and its driver time (wall time while no Spark job ran).
+Refresh cost should follow |Δ|, not |fact|, so the ratio should grow with the fact size
+(printed as "ratio growth"). Last, a second AUTO refresh with no pending change: its time, its
+mode, the number of Spark jobs it launched (it should launch none over the data) and its py4j
+round trips.
 
 Then the cost of reading each view: a scan of every column (``sum(hash(*))``, median of 3)
 of ``v_inc``, whose buckets were patched (its mask is skipped by an anti join), and of
@@ -36,12 +40,21 @@ Not a test: nothing is asserted.
 
 from __future__ import annotations
 
+import statistics
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 
-from common import Timed, bench_session, last_job_id, mismatch, print_header, refresh, seconds
+from common import (
+    Py4jCalls,
+    Timed,
+    bench_session,
+    mismatch,
+    print_header,
+    refresh,
+    seconds,
+)
 from pyspark.sql import SparkSession
 
 FILES = 12
@@ -86,7 +99,6 @@ class SizeResult:
     full: dict[str, Timed] = field(default_factory=dict)
     incremental: dict[str, Timed] = field(default_factory=dict)
     no_change: dict[str, Timed] = field(default_factory=dict)
-    no_change_jobs: dict[str, int] = field(default_factory=dict)
     read_patched: dict[str, Timed] = field(default_factory=dict)
     read_rewritten: dict[str, Timed] = field(default_factory=dict)
     masked: dict[str, str] = field(default_factory=dict)  # Masked Rows of v_inc
@@ -124,7 +136,9 @@ def change(spark: SparkSession, rows: int, round_: int, result: SizeResult) -> N
     result.deleted += int(affected)
 
 
-def run_size(spark: SparkSession, rows: int, rounds: int, database: str) -> SizeResult:
+def run_size(
+    spark: SparkSession, calls: Py4jCalls, rows: int, rounds: int, database: str
+) -> SizeResult:
     spark.sql(f"CREATE DATABASE {database}")
     spark.sql(f"USE {database}")
     result = SizeResult(rows)
@@ -138,15 +152,14 @@ def run_size(spark: SparkSession, rows: int, rounds: int, database: str) -> Size
                     (f"REFRESH MATERIALIZED VIEW {prefix}_full FULL", result.full),
                 ]
                 for statement, into in statements[:: 1 if round_ % 2 == 0 else -1]:
-                    refresh(spark, statement, into.setdefault(label, Timed()))
+                    refresh(spark, statement, into.setdefault(label, Timed()), calls)
         for label, (prefix, _) in VIEWS.items():
-            before = last_job_id(spark)
             refresh(
                 spark,
                 f"REFRESH MATERIALIZED VIEW {prefix}_inc",
                 result.no_change.setdefault(label, Timed()),
+                calls,
             )
-            result.no_change_jobs[label] = last_job_id(spark) - before
         for label, (prefix, _) in VIEWS.items():
             for suffix, into in (("inc", result.read_patched), ("full", result.read_rewritten)):
                 timed = into.setdefault(label, Timed())
@@ -205,6 +218,20 @@ def report(results: list[SizeResult], rounds: int) -> None:
     for reason in sorted(reasons):
         print(f"  AUTO refreshed fully: {reason}")
 
+    print("\nper refresh (medians), incremental (AUTO) / full: Spark jobs, py4j round trips,")
+    print("driver ms (wall time while no Spark job ran)")
+    header = (
+        f"{'view':<18} {'fact rows':>11} {'jobs i/f':>9} {'py4j i/f':>11} {'driver ms i/f':>15}"
+    )
+    print_header(header)
+    for label in VIEWS:
+        for result in results:
+            pair = (result.incremental[label], result.full[label])
+            jobs = "/".join(f"{statistics.median(timed.jobs):g}" for timed in pair)
+            calls = "/".join(f"{statistics.median(timed.calls):.0f}" for timed in pair)
+            driver = "/".join(f"{1000 * statistics.median(timed.driver):.0f}" for timed in pair)
+            print(f"{label:<18} {result.rows:>11,} {jobs:>9} {calls:>11} {driver:>15}")
+
     small, large = results[0], results[-1]
     growth = ", ".join(
         f"{label} {ratio(large, label) / ratio(small, label):.2f}x" for label in VIEWS
@@ -215,7 +242,8 @@ def report(results: list[SizeResult], rounds: int) -> None:
     for result in results:
         cells = ", ".join(
             f"{label} {result.no_change[label].median:.2f} s "
-            f"({result.no_change[label].mode}, Spark jobs: {result.no_change_jobs[label]})"
+            f"({result.no_change[label].mode}, Spark jobs: {result.no_change[label].jobs[-1]}, "
+            f"py4j round trips: {result.no_change[label].calls[-1]})"
             for label in VIEWS
         )
         print(f"  {result.rows:>11,} fact rows: {cells}")
@@ -249,10 +277,11 @@ def main() -> None:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as warehouse:
         spark = bench_session(warehouse)
+        calls = Py4jCalls(spark)
         # warm-up: JIT, codegen, metastore connections; not printed
-        run_size(spark, WARM_UP_ROWS, 1, "bench_refresh_warm_up")
+        run_size(spark, calls, WARM_UP_ROWS, 1, "bench_refresh_warm_up")
         results = [
-            run_size(spark, rows, rounds, f"bench_refresh_{size}")
+            run_size(spark, calls, rows, rounds, f"bench_refresh_{size}")
             for size, rows in (("small", small_rows), ("large", large_rows))
         ]
         report(results, rounds)

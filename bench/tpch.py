@@ -7,55 +7,74 @@ them in their own database as parquet tables, and creates each query of ``QUERIE
 ``../shared/corpora/tpch/queries/q<N>.sql``, its ``ORDER BY``/``LIMIT`` removed: they are
 applied when the view is read) twice as a materialized view: ``q<N>_inc`` (policy AUTO:
 incremental when it can) and ``q<N>_full`` (refreshed with ``REFRESH ... FULL``), so that both
-copies consume the same change.
+copies consume the same change, and once as an ordinary parquet table ``q<N>_plain`` (``CREATE
+TABLE ... AS``), which each round rewrites with ``INSERT OVERWRITE`` of the query: what a user
+without materialized views would do (in the same session, so its write passes sparkmv's
+capture hook, which only looks the table up: no view reads it).
 
 Each round applies TPC-H's refresh functions through the extension (plain Spark SQL; sparkmv
-captures the writes), each on ``SF × 1500`` orders:
+captures the writes), each on ``SF × 1500`` orders, in one of two ways (``--change``; by default
+both, one after the other on the same tables and views, reported apart):
 
-- RF1: ``INSERT INTO orders`` copies of existing orders with new keys above the current
-  maximum (a different slice of the largest original keys each round) and ``INSERT INTO
-  lineitem`` their 1–7 lineitems with the new ``l_orderkey``;
-- RF2: ``DELETE FROM lineitem`` and ``DELETE FROM orders`` the orders with the smallest keys
-  left (``key > previous bound AND key <= bound``; copy-on-write).
+- ``range``: RF1 ``INSERT INTO orders`` copies of existing orders with new keys above the
+  current maximum (a different slice of the largest original keys each round) and ``INSERT INTO
+  lineitem`` their 1–7 lineitems with the new ``l_orderkey``; RF2 ``DELETE FROM lineitem`` and
+  ``DELETE FROM orders`` the orders with the smallest keys left (``key > previous bound AND key
+  <= bound``; copy-on-write). Key ranges flatter copy-on-write (the deleted rows sit in a few
+  row groups of a few files) and row-group skipping;
+- ``random``: the same, but RF1 copies a random sample of the original orders and RF2 deletes
+  randomly spread original orders (``IN (<keys>)``), so that deleted rows are spread over every
+  file. The samples are the orders with the smallest ``xxhash64(o_orderkey, seed, round)``:
+  seeded (``--seed``) and deterministic.
 
 The four writes are timed on their own (that is capture's cost, not the refresh's). Then, for
-each view, ``REFRESH ... q<N>_inc`` and ``REFRESH ... q<N>_full FULL``; their order alternates
-between rounds. Printed per query and SF: the medians over the rounds, the ratio full /
-incremental, the mode AUTO chose (a query AUTO cannot maintain refreshes fully; the reason is
-printed below the table), the number of Spark jobs each refresh launched, the view rows the
+each query, ``REFRESH ... q<N>_inc``, ``REFRESH ... q<N>_full FULL`` and ``INSERT OVERWRITE
+q<N>_plain``; their order alternates between rounds. Each statement is measured alike
+(``common.measure``): wall time, Spark jobs launched, the time outside Spark jobs (driver work:
+the bridge, building and analysing plans in Python, metastore calls, file listings) and py4j
+round trips, counted on every thread (the JVM's callback into sparkmv's handler, the handler's
+calls back into the JVM, py4j's releases of collected objects). Printed per query, SF and
+change: the medians over the rounds, the ratio full / incremental, the mode AUTO chose (a query
+AUTO cannot maintain refreshes fully; the reason is printed below the table), the view rows the
 incremental refresh reported inserting/deleting (Δview, last round) and the check: after the
-last round both copies are compared with their query as a multiset (``EXCEPT ALL`` both ways,
-and the counts), OK or WRONG. Each view is also read once with its ``ORDER BY``/``LIMIT``.
+last round of a change both copies are compared with their query as a multiset (``EXCEPT ALL``
+both ways, and the counts), OK or WRONG. Each view is also read once with its ``ORDER BY``/
+``LIMIT``.
 
 ``QUERIES`` are the TPC-H queries AUTO maintains incrementally (Q1, Q3, Q5–Q10, Q12, Q14, Q19)
 and two that it refreshes fully, as examples of the reasons: Q4 (``EXISTS``) and Q13 (``LEFT
 OUTER JOIN``); the others use subqueries in expressions too (Q2, Q11, Q15–Q18, Q20–Q22).
 
 A second table says where an incremental refresh's time goes: the part during which a Spark job
-ran, the rest (driver work: the bridge, building and analysing the delta plans, metastore
-calls, file listings, change-log reads), the number of py4j round trips (every DataFrame and
-Column operation of the refresh is one), and a refresh with nothing pending (the fixed cost; it
-launches no job); a closing note sums it up per SF. A copy of the whole run at SF 0.01 goes
-first, unprinted, so that JVM warm-up does not land in the first measurement.
+ran, the rest, the py4j round trips by kind (calls: methods, constructors, fields; lookups:
+resolving ``jvm.a.b.C`` and members by reflection; releases of JVM objects Python dropped), and
+a refresh with nothing pending (the fixed cost; it launches no job); a closing note sums it up
+per SF. Last, one line per query against the targets of the "fast refresh" issue (``TARGETS``,
+at SF 1, or at the largest SF run when SF 1 is not), each marked met / NOT MET. A copy of the
+whole run at SF 0.01 goes first, unprinted, so that JVM warm-up does not land in the first
+measurement.
 
-``python bench/tpch.py [sf ...]`` (default ``0.1 1``). Not a test: nothing is asserted.
+``python bench/tpch.py [sf ...] [--change range|random|both] [--seed N] [--rounds N]``
+(default ``0.1 1``, both, seed 5, 2 rounds). Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import statistics
-import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 import sqlglot
-from common import Py4jCalls, Timed, bench_session, mismatch, print_header, refresh
+from common import Py4jCalls, Timed, bench_session, measure, mismatch, print_header, refresh
 from duckdb_extensions import extension_importer
 from pyspark.sql import Row, SparkSession
+from sqlglot import exp
 
 QUERY_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "tpch" / "queries"
 DATA_DIR = Path(__file__).resolve().parent / ".data"
@@ -63,7 +82,21 @@ TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "order
 QUERIES = (1, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 19)
 ORDERS_PER_SF = 1500  # TPC-H's refresh functions insert and delete SF × 1500 orders
 ROUNDS = 2
+SEED = 5
 WARM_UP_SF = 0.01
+CHANGE_TITLES = {
+    "range": "key ranges (RF1 copies the largest keys, RF2 deletes the smallest)",
+    "random": "random orders (RF1 copies a random sample, RF2 deletes randomly spread orders)",
+}
+
+# The "fast refresh" issue's targets: incremental vs FULL at TARGET_SF.
+TARGET_SF = 1.0
+BASE_SF = 0.1  # the ratio at TARGET_SF should be MIN_GROWTH × the ratio at BASE_SF
+MIN_RATIO = {1: 8.0, 3: 4.0, 5: 4.0, 10: 4.0, 12: 2.5, 14: 2.5, 19: 2.5, 6: 2.0}
+MAX_JOBS_SINGLE_TABLE = 3
+MAX_JOBS_JOIN = 6
+MAX_ROUND_TRIPS = 300
+MIN_GROWTH = 3.0
 
 
 @dataclass(frozen=True)
@@ -71,6 +104,7 @@ class Query:
     number: int
     body: str  # the query without its ORDER BY / LIMIT: the view's query
     order: str  # its ORDER BY / LIMIT, applied when the view is read
+    tables: int  # distinct tables it reads
 
     @property
     def label(self) -> str:
@@ -78,6 +112,10 @@ class Query:
 
     def view(self, suffix: str) -> str:
         return f"q{self.number}_{suffix}"
+
+    @property
+    def max_jobs(self) -> int:
+        return MAX_JOBS_SINGLE_TABLE if self.tables == 1 else MAX_JOBS_JOIN
 
 
 @dataclass
@@ -97,18 +135,16 @@ class Writes:
 
 
 @dataclass
-class SfResult:
-    sf: float
-    rows: dict[str, int] = field(default_factory=dict)  # per table, after the load
-    generate_s: float = 0.0
-    load_s: float = 0.0
-    create_s: float = 0.0
+class ChangeResult:
+    """What the rounds of one way of changing the tables (``--change``) measured at one SF."""
+
+    change: str
     writes: Writes = field(default_factory=Writes)
+    overwrite: dict[int, Timed] = field(default_factory=dict)  # INSERT OVERWRITE, per query
     full: dict[int, Timed] = field(default_factory=dict)
     incremental: dict[int, Timed] = field(default_factory=dict)
     no_change: dict[int, Timed] = field(default_factory=dict)
     wrong: dict[int, list[str]] = field(default_factory=dict)  # mismatches, per query
-    ordered_rows: dict[int, int] = field(default_factory=dict)  # rows read with ORDER BY/LIMIT
 
     @property
     def maintained(self) -> list[int]:
@@ -118,6 +154,20 @@ class SfResult:
             for number, timed in self.incremental.items()
             if set(timed.modes) == {"INCREMENTAL"}
         ]
+
+    def ratio(self, number: int) -> float:
+        return self.full[number].median / self.incremental[number].median
+
+
+@dataclass
+class SfResult:
+    sf: float
+    rows: dict[str, int] = field(default_factory=dict)  # per table, after the load
+    generate_s: float = 0.0
+    load_s: float = 0.0
+    create_s: float = 0.0
+    changes: dict[str, ChangeResult] = field(default_factory=dict)  # in the order run
+    ordered_rows: dict[int, int] = field(default_factory=dict)  # rows read with ORDER BY/LIMIT
 
 
 def read_query(number: int) -> Query:
@@ -132,7 +182,8 @@ def read_query(number: int) -> Query:
         for part in (tree.args.get("order"), tree.args.get("limit"))
         if part is not None
     )
-    return Query(number, body.sql(dialect="spark", comments=False), order)
+    tables = len({table.name for table in tree.find_all(exp.Table)})
+    return Query(number, body.sql(dialect="spark", comments=False), order, tables)
 
 
 def sf_name(sf: float) -> str:
@@ -181,6 +232,8 @@ def create_views(spark: SparkSession, queries: list[Query], result: SfResult) ->
         spark.sql(f"CREATE MATERIALIZED VIEW {query.view('inc')} AS {query.body}")
         spark.sql(f"CREATE MATERIALIZED VIEW {query.view('full')} AS {query.body}")
     result.create_s = time.perf_counter() - started
+    for query in queries:  # not timed: the INSERT OVERWRITE target
+        spark.sql(f"CREATE TABLE {query.view('plain')} USING parquet AS {query.body}")
 
 
 def scalar(spark: SparkSession, query: str) -> int:
@@ -195,21 +248,13 @@ def copy_columns(spark: SparkSession, table: str, key: str, offset: int) -> str:
     )
 
 
-def change(
-    spark: SparkSession, sf: float, round_: int, state: dict[str, int], writes: Writes
-) -> None:
-    """RF1 then RF2 of round ``round_``: ``state`` holds the key bounds between rounds."""
-    orders = max(round(sf * ORDERS_PER_SF), 1)
-    # RF1: copies of the `orders` largest original keys not copied yet, shifted above them all
-    high = state["copy_below"]
-    low = scalar(
-        spark,
-        f"SELECT min(o_orderkey) FROM (SELECT o_orderkey FROM orders WHERE o_orderkey <= {high} "
-        f"ORDER BY o_orderkey DESC LIMIT {orders})",
-    )
-    offset = (round_ + 1) * state["key_offset"]
+Predicate = Callable[[str], str]  # the order key's column → a condition on it
+
+
+def rf1(spark: SparkSession, orders: Predicate, offset: int, writes: Writes) -> None:
+    """Insert copies of the ``orders`` and their lineitems, ``offset`` added to their keys."""
     for table, key in (("orders", "o_orderkey"), ("lineitem", "l_orderkey")):
-        where = f"{key} BETWEEN {low} AND {high}"
+        where = orders(key)
         inserted = scalar(spark, f"SELECT count(*) FROM {table} WHERE {where}")
         writes.time(
             spark,
@@ -218,6 +263,33 @@ def change(
             f"FROM {table} WHERE {where}",
         )
         writes.inserted[table] = writes.inserted.get(table, 0) + inserted
+
+
+def rf2(spark: SparkSession, orders: Predicate, writes: Writes) -> None:
+    """Delete the ``orders`` and their lineitems."""
+    for table, key in (("lineitem", "l_orderkey"), ("orders", "o_orderkey")):
+        rows = writes.time(spark, f"RF2 DELETE {table}", f"DELETE FROM {table} WHERE {orders(key)}")
+        writes.deleted[table] = writes.deleted.get(table, 0) + int(rows[0]["num_affected_rows"])
+
+
+def order_count(sf: float) -> int:
+    return max(round(sf * ORDERS_PER_SF), 1)
+
+
+def change_range(
+    spark: SparkSession, sf: float, state: dict[str, int], writes: Writes, seed: int
+) -> None:
+    """RF1 then RF2 on key ranges: ``state`` holds the key bounds between rounds."""
+    orders = order_count(sf)
+    # RF1: copies of the `orders` largest original keys not copied yet, shifted above them all
+    high = state["copy_below"]
+    low = scalar(
+        spark,
+        f"SELECT min(o_orderkey) FROM (SELECT o_orderkey FROM orders WHERE o_orderkey <= {high} "
+        f"ORDER BY o_orderkey DESC LIMIT {orders})",
+    )
+    offset = (state["round"] + 1) * state["key_offset"]
+    rf1(spark, lambda key: f"{key} BETWEEN {low} AND {high}", offset, writes)
     state["copy_below"] = low - 1
     # RF2: the `orders` smallest keys left, with their lineitems
     previous = state["deleted_up_to"]
@@ -226,14 +298,75 @@ def change(
         f"SELECT max(o_orderkey) FROM (SELECT o_orderkey FROM orders WHERE o_orderkey > "
         f"{previous} ORDER BY o_orderkey LIMIT {orders})",
     )
-    for table, key in (("lineitem", "l_orderkey"), ("orders", "o_orderkey")):
-        rows = writes.time(
-            spark,
-            f"RF2 DELETE {table}",
-            f"DELETE FROM {table} WHERE {key} > {previous} AND {key} <= {bound}",
-        )
-        writes.deleted[table] = writes.deleted.get(table, 0) + int(rows[0]["num_affected_rows"])
+    rf2(spark, lambda key: f"{key} > {previous} AND {key} <= {bound}", writes)
     state["deleted_up_to"] = bound
+
+
+def sample_orders(
+    spark: SparkSession, sf: float, state: dict[str, int], seed: int, purpose: str
+) -> str:
+    """``SF × 1500`` original order keys (not copies) spread at random: the smallest by a hash
+    of the key, the seed, the round and ``purpose``; as an SQL list."""
+    keys = spark.sql(
+        f"SELECT o_orderkey FROM orders WHERE o_orderkey < {state['key_offset']} "
+        f"ORDER BY xxhash64(o_orderkey, {seed}, {state['round']}, '{purpose}'), o_orderkey "
+        f"LIMIT {order_count(sf)}"
+    ).collect()
+    return ", ".join(str(row[0]) for row in sorted(keys))
+
+
+def change_random(
+    spark: SparkSession, sf: float, state: dict[str, int], writes: Writes, seed: int
+) -> None:
+    """RF1 then RF2 on random orders: copies of a random sample, deletes of other random
+    orders, spread over the whole key range (and so over every file)."""
+    copied = sample_orders(spark, sf, state, seed, "RF1")
+    offset = (state["round"] + 1) * state["key_offset"]
+    rf1(spark, lambda key: f"{key} IN ({copied})", offset, writes)
+    deleted = sample_orders(spark, sf, state, seed, "RF2")
+    rf2(spark, lambda key: f"{key} IN ({deleted})", writes)
+
+
+CHANGES: dict[str, Callable[[SparkSession, float, dict[str, int], Writes, int], None]] = {
+    "range": change_range,
+    "random": change_random,
+}
+
+
+def check(spark: SparkSession, queries: list[Query], measured: ChangeResult) -> None:
+    """Compare both copies of each view with its query."""
+    for query in queries:
+        expected = spark.sql(query.body).cache()  # run once for both copies
+        expected.createOrReplaceTempView("expected")
+        found = (
+            mismatch(spark, query.view(suffix), "SELECT * FROM expected")
+            for suffix in ("inc", "full")
+        )
+        measured.wrong[query.number] = [found_ for found_ in found if found_ is not None]
+        expected.unpersist()
+
+
+def measure_round(
+    spark: SparkSession,
+    calls: Py4jCalls,
+    queries: list[Query],
+    measured: ChangeResult,
+    round_: int,
+) -> None:
+    """Per query: the incremental refresh, the full one and the INSERT OVERWRITE, in an order
+    that alternates between rounds."""
+    for query in queries:
+        statements: list[tuple[Callable[..., object], str, dict[int, Timed]]] = [
+            (refresh, f"REFRESH MATERIALIZED VIEW {query.view('inc')}", measured.incremental),
+            (refresh, f"REFRESH MATERIALIZED VIEW {query.view('full')} FULL", measured.full),
+            (
+                measure,
+                f"INSERT OVERWRITE TABLE {query.view('plain')} {query.body}",
+                measured.overwrite,
+            ),
+        ]
+        for run, statement, into in statements[:: 1 if round_ % 2 == 0 else -1]:
+            run(spark, statement, into.setdefault(query.number, Timed()), calls)
 
 
 def run_sf(
@@ -243,6 +376,8 @@ def run_sf(
     data: Path,
     queries: list[Query],
     rounds: int,
+    changes: list[str],
+    seed: int,
     database: str,
 ) -> SfResult:
     spark.sql(f"CREATE DATABASE {database}")
@@ -256,32 +391,23 @@ def run_sf(
             "key_offset": 10 ** len(str(max_key)),  # new keys: above every original key
             "copy_below": max_key,
             "deleted_up_to": 0,
+            "round": 0,  # over all changes: each round's copies get their own key offset
         }
-        for round_ in range(rounds):
-            change(spark, sf, round_, state, result.writes)
-            for query in queries:
-                statements = [
-                    (f"REFRESH MATERIALIZED VIEW {query.view('inc')}", result.incremental),
-                    (f"REFRESH MATERIALIZED VIEW {query.view('full')} FULL", result.full),
-                ]
-                for statement, into in statements[:: 1 if round_ % 2 == 0 else -1]:
-                    refresh(spark, statement, into.setdefault(query.number, Timed()), calls)
-        for query in queries:  # nothing pending: the fixed cost of a refresh
-            refresh(
-                spark,
-                f"REFRESH MATERIALIZED VIEW {query.view('inc')}",
-                result.no_change.setdefault(query.number, Timed()),
-                calls,
-            )
+        for kind in changes:
+            measured = result.changes[kind] = ChangeResult(kind)
+            for round_ in range(rounds):
+                CHANGES[kind](spark, sf, state, measured.writes, seed)
+                state["round"] += 1
+                measure_round(spark, calls, queries, measured, round_)
+            for query in queries:  # nothing pending: the fixed cost of a refresh
+                refresh(
+                    spark,
+                    f"REFRESH MATERIALIZED VIEW {query.view('inc')}",
+                    measured.no_change.setdefault(query.number, Timed()),
+                    calls,
+                )
+            check(spark, queries, measured)
         for query in queries:
-            expected = spark.sql(query.body).cache()  # run once for both copies
-            expected.createOrReplaceTempView("expected")
-            found = (
-                mismatch(spark, query.view(suffix), "SELECT * FROM expected")
-                for suffix in ("inc", "full")
-            )
-            result.wrong[query.number] = [found_ for found_ in found if found_ is not None]
-            expected.unpersist()
             ordered = f"SELECT * FROM {query.view('inc')} {query.order}"
             result.ordered_rows[query.number] = len(spark.sql(ordered).collect())
     finally:  # drop everything: the next SF needs the disk
@@ -289,6 +415,7 @@ def run_sf(
         for query in queries:
             for suffix in ("inc", "full"):
                 spark.sql(f"DROP MATERIALIZED VIEW IF EXISTS {query.view(suffix)}")
+            spark.sql(f"DROP TABLE IF EXISTS {query.view('plain')}")
         for table in TABLES:
             spark.sql(f"DROP TABLE IF EXISTS {table}")
         spark.sql("USE default")
@@ -296,64 +423,90 @@ def run_sf(
     return result
 
 
-def driver_seconds(timed: Timed) -> list[float]:
-    """Per sample: the seconds no Spark job ran (bridge, planning, metastore, listings)."""
-    return [wall - in_jobs for wall, in_jobs in zip(timed.samples, timed.in_jobs, strict=True)]
+def medians(
+    values: Iterable[list[float]] | Iterable[list[int]], scale: float = 1, spec: str = ".0f"
+) -> str:
+    """The medians of several series, ``a/b/c``."""
+    return "/".join(f"{scale * statistics.median(series):{spec}}" for series in values)
 
 
-def closing_note(result: SfResult) -> str:
-    """Over all incremental refreshes of the SF: how long, how much of it outside Spark jobs,
-    how many jobs and py4j round trips, and the refresh with nothing pending."""
-    maintained = [result.incremental[number] for number in result.maintained]
+def closing_note(sf: float, measured: ChangeResult) -> str:
+    """Over all incremental refreshes of one SF and change: how long, how much of it outside
+    Spark jobs, how many jobs and py4j round trips, and the refresh with nothing pending."""
+    where = f"SF {sf_name(sf)}, {measured.change}"
+    maintained = [measured.incremental[number] for number in measured.maintained]
     if not maintained:
-        return f"  SF {sf_name(result.sf)}: no view refreshed incrementally"
+        return f"  {where}: no view refreshed incrementally"
     wall = [sample for timed in maintained for sample in timed.samples]
-    driver = [seconds for timed in maintained for seconds in driver_seconds(timed)]
+    driver = [seconds for timed in maintained for seconds in timed.driver]
     jobs = [count for timed in maintained for count in timed.jobs]
     calls = [count for timed in maintained for count in timed.calls]
-    idle = [sample for number in result.maintained for sample in result.no_change[number].samples]
+    idle = [
+        sample for number in measured.maintained for sample in measured.no_change[number].samples
+    ]
     return (
-        f"  SF {sf_name(result.sf)}: an incremental refresh took {statistics.median(wall):.2f} s "
+        f"  {where}: an incremental refresh took {statistics.median(wall):.2f} s "
         f"(median over {len(maintained)} views), {sum(driver) / sum(wall):.0%} of it outside "
         f"Spark jobs, with {statistics.median(jobs):g} jobs and {statistics.median(calls):.0f} "
         f"py4j round trips (~{1000 * sum(driver) / max(sum(calls), 1):.2f} ms of driver time "
-        f"per round trip: building and analysing the delta plans, metastore and file-system "
-        f"calls); with nothing pending {statistics.median(idle):.2f} s and no job (the fixed cost)"
+        f"per round trip); with nothing pending {statistics.median(idle):.2f} s (the fixed cost)"
     )
 
 
-def report(results: list[SfResult], queries: list[Query], rounds: int) -> None:
+def report_refreshes(results: list[SfResult], queries: list[Query], kind: str, rounds: int) -> None:
     print(
-        f"\nrefresh after RF1 + RF2 (SF × {ORDERS_PER_SF} orders each; median of {rounds} rounds)"
+        f"\nrefresh after RF1 + RF2 on {CHANGE_TITLES[kind]}; SF × {ORDERS_PER_SF} orders each; "
+        f"median of {rounds} rounds"
     )
     header = (
-        f"{'query':<6} {'SF':>5} {'full s':>8} {'incr s':>8} {'ratio':>7}  {'AUTO mode':<12} "
-        f"{'jobs incr':>9} {'jobs full':>9} {'Δview':>13}  check"
+        f"{'query':<5} {'SF':>4} {'overwrite s':>11} {'full s':>7} {'incr s':>7} {'ratio':>7}  "
+        f"{'AUTO mode':<12} {'jobs o/f/i':>10} {'py4j o/f/i':>16} {'driver ms o/f/i':>17} "
+        f"{'Δview':>13}  check"
     )
     print_header(header)
     for query in queries:
         for result in results:
-            full, incremental = result.full[query.number], result.incremental[query.number]
+            measured = result.changes[kind]
+            trio = [
+                measured.overwrite[query.number],
+                measured.full[query.number],
+                measured.incremental[query.number],
+            ]
+            overwrite, full, incremental = trio
             print(
-                f"{query.label:<6} {sf_name(result.sf):>5} {full.median:8.2f} "
-                f"{incremental.median:8.2f} {full.median / incremental.median:6.2f}x  "
-                f"{incremental.mode:<12} {statistics.median(incremental.jobs):9g} "
-                f"{statistics.median(full.jobs):9g} {incremental.changes[-1]:>13}  "
-                f"{'WRONG' if result.wrong[query.number] else 'OK'}"
+                f"{query.label:<5} {sf_name(result.sf):>4} {overwrite.median:11.2f} "
+                f"{full.median:7.2f} {incremental.median:7.2f} "
+                f"{measured.ratio(query.number):6.2f}x  {incremental.mode:<12} "
+                f"{medians((timed.jobs for timed in trio), spec='g'):>10} "
+                f"{medians(timed.calls for timed in trio):>16} "
+                f"{medians((timed.driver for timed in trio), 1000):>17} "
+                f"{incremental.changes[-1]:>13}  "
+                f"{'WRONG' if measured.wrong[query.number] else 'OK'}"
             )
-    print("  jobs: Spark jobs the refresh launched (median); Δview: +rows_inserted/-rows_deleted")
-    print("  the incremental refresh reported (last round); check: both copies vs the query")
+    print(
+        "  o/f/i: INSERT OVERWRITE of the query into a parquet table / REFRESH ... FULL / "
+        "incremental (AUTO);"
+    )
+    print(
+        "  ratio: full s / incr s; jobs: Spark jobs launched; py4j: round trips (every thread); "
+        "driver ms: wall"
+    )
+    print(
+        "  time while no Spark job ran (medians); Δview: +rows_inserted/-rows_deleted the "
+        "incremental refresh reported"
+    )
+    print("  (last round); check: both copies vs the query after the last round")
     for result in results:
         for query in queries:
-            for found in result.wrong[query.number]:
+            for found in result.changes[kind].wrong[query.number]:
                 print(f"  WRONG at SF {sf_name(result.sf)}: {found}")
     fallbacks = {
         (query.label, reason)
         for result in results
         for query in queries
         for mode, reason in zip(
-            result.incremental[query.number].modes,
-            result.incremental[query.number].reasons,
+            result.changes[kind].incremental[query.number].modes,
+            result.changes[kind].incremental[query.number].reasons,
             strict=True,
         )
         if mode != "INCREMENTAL"
@@ -361,29 +514,109 @@ def report(results: list[SfResult], queries: list[Query], rounds: int) -> None:
     for label, reason in sorted(fallbacks, key=lambda item: (int(item[0][1:]), item[1])):
         print(f"  {label}: AUTO refreshed fully: {reason}")
 
+
+def report_time(results: list[SfResult], queries: list[Query], kinds: list[str]) -> None:
     print("\nwhere an incremental refresh's time goes (AUTO copies that refreshed incrementally;")
     print("medians): wall s, Spark jobs, s while a job ran, s outside jobs (driver), py4j round")
-    print("trips; then the same refresh with nothing pending (the fixed cost)")
+    print("trips in all and by kind (calls, lookups by reflection, releases of JVM objects); then")
+    print("the same refresh with nothing pending (the fixed cost)")
     header = (
-        f"{'query':<6} {'SF':>5} {'incr s':>8} {'jobs':>5} {'in jobs':>8} {'driver':>8} "
-        f"{'py4j':>7}  {'no change s':>11} {'jobs':>5} {'py4j':>6}"
+        f"{'query':<5} {'SF':>4} {'change':<6} {'incr s':>7} {'jobs':>4} {'in jobs':>7} "
+        f"{'driver':>7} {'py4j':>6} {'calls':>6} {'lookups':>7} {'releases':>8}  "
+        f"{'no change s':>11} {'jobs':>4} {'py4j':>5}"
     )
     print_header(header)
     for query in queries:
-        for result in results:
-            if query.number not in result.maintained:
-                continue
-            incremental, idle = result.incremental[query.number], result.no_change[query.number]
-            print(
-                f"{query.label:<6} {sf_name(result.sf):>5} {incremental.median:8.2f} "
-                f"{statistics.median(incremental.jobs):5g} "
-                f"{statistics.median(incremental.in_jobs):8.2f} "
-                f"{statistics.median(driver_seconds(incremental)):8.2f} "
-                f"{statistics.median(incremental.calls):7.0f}  {idle.median:11.2f} "
-                f"{statistics.median(idle.jobs):5g} {statistics.median(idle.calls):6.0f}"
-            )
+        for kind in kinds:
+            for result in results:
+                measured = result.changes[kind]
+                if query.number not in measured.maintained:
+                    continue
+                incremental = measured.incremental[query.number]
+                idle = measured.no_change[query.number]
+                print(
+                    f"{query.label:<5} {sf_name(result.sf):>4} {kind:<6} "
+                    f"{incremental.median:7.2f} {statistics.median(incremental.jobs):4g} "
+                    f"{statistics.median(incremental.in_jobs):7.2f} "
+                    f"{statistics.median(incremental.driver):7.2f} "
+                    f"{statistics.median(incremental.calls):6.0f} "
+                    f"{incremental.median_calls('call'):6.0f} "
+                    f"{incremental.median_calls('lookup'):7.0f} "
+                    f"{incremental.median_calls('release'):8.0f}  {idle.median:11.2f} "
+                    f"{statistics.median(idle.jobs):4g} {statistics.median(idle.calls):5.0f}"
+                )
     for result in results:
-        print(closing_note(result))
+        for kind in kinds:
+            print(closing_note(result.sf, result.changes[kind]))
+
+
+Mark = tuple[str, bool | None]  # what was measured against what target; met, or None: no target
+
+
+def at_most(label: str, value: float, limit: float) -> Mark:
+    return f"{label} {value:g} ≤ {limit:g}", value <= limit
+
+
+def target_marks(query: Query, by_sf: dict[float, SfResult], sf: float, kind: str) -> list[Mark]:
+    """``query``'s results at ``sf`` for the ``kind`` change against the issue's targets."""
+    measured = by_sf[sf].changes[kind]
+    number = query.number
+    incremental = measured.incremental[number]
+    ratio = measured.ratio(number)
+    marks: list[Mark] = []
+    if number in MIN_RATIO:
+        marks.append((f"ratio {ratio:.2f}x ≥ {MIN_RATIO[number]:g}x", ratio >= MIN_RATIO[number]))
+    else:
+        marks.append((f"ratio {ratio:.2f}x (no target)", None))
+    if number not in measured.maintained:
+        met = None if number not in MIN_RATIO else False
+        marks.append((f"AUTO refreshed {incremental.mode}: no incremental refresh", met))
+        return marks
+    marks.append(at_most("jobs", max(incremental.jobs), query.max_jobs))
+    marks.append(at_most("py4j", max(incremental.calls), MAX_ROUND_TRIPS))
+    base = by_sf.get(BASE_SF)
+    if sf == TARGET_SF and base is not None and number in base.changes[kind].maintained:
+        growth = ratio / base.changes[kind].ratio(number)
+        marks.append(
+            (
+                f"ratio SF {sf_name(sf)} / SF {sf_name(BASE_SF)} {growth:.2f} ≥ {MIN_GROWTH:g}",
+                growth >= MIN_GROWTH,
+            )
+        )
+    else:
+        marks.append(
+            (f"ratio growth: needs SF {sf_name(BASE_SF)} and SF {sf_name(TARGET_SF)}", None)
+        )
+    return marks
+
+
+def report_targets(results: list[SfResult], queries: list[Query], kinds: list[str]) -> None:
+    by_sf = {result.sf: result for result in results}
+    sf = TARGET_SF if TARGET_SF in by_sf else max(by_sf)
+    print(
+        f"\ntargets (incremental vs FULL at SF {sf_name(sf)}: median ratio; jobs and py4j round "
+        f"trips of the worst round, ≤ {MAX_JOBS_SINGLE_TABLE} jobs for a single table, "
+        f"≤ {MAX_JOBS_JOIN} for a join)"
+    )
+    if sf != TARGET_SF:
+        print(
+            f"  SF {sf_name(TARGET_SF)} not run: measured at SF {sf_name(sf)}, below the "
+            "targets' SF"
+        )
+    met = total = 0
+    for query in queries:
+        for kind in kinds:
+            marks = target_marks(query, by_sf, sf, kind)
+            cells = [
+                text if ok is None else f"{text} {'met' if ok else 'NOT MET'}" for text, ok in marks
+            ]
+            print(f"  {query.label:<4} {kind:<6} " + "; ".join(cells))
+            met += sum(ok is True for _, ok in marks)
+            total += sum(ok is not None for _, ok in marks)
+    print(f"  {met} of {total} targets met")
+
+
+def report_data(results: list[SfResult], queries: list[Query], rounds: int) -> None:
     for result in results:
         print(
             f"\nSF {sf_name(result.sf)}: "
@@ -403,25 +636,43 @@ def report(results: list[SfResult], queries: list[Query], rounds: int) -> None:
             )
             + " rows"
         )
-        writes = result.writes
-        print(
-            f"  change per round: RF1 +{writes.inserted['orders'] // rounds:,} orders "
-            f"+{writes.inserted['lineitem'] // rounds:,} lineitems, RF2 "
-            f"-{writes.deleted['orders'] // rounds:,} orders "
-            f"-{writes.deleted['lineitem'] // rounds:,} lineitems"
-        )
-        print(
-            "  writes (capture's cost, median s): "
-            + ", ".join(
-                f"{kind} {statistics.median(samples):.2f}"
-                for kind, samples in writes.seconds.items()
+        for kind, measured in result.changes.items():
+            writes = measured.writes
+            print(
+                f"  {kind} change per round: RF1 +{writes.inserted['orders'] // rounds:,} orders "
+                f"+{writes.inserted['lineitem'] // rounds:,} lineitems, RF2 "
+                f"-{writes.deleted['orders'] // rounds:,} orders "
+                f"-{writes.deleted['lineitem'] // rounds:,} lineitems; writes (capture's cost, "
+                "median s): "
+                + ", ".join(
+                    f"{statement} {statistics.median(samples):.2f}"
+                    for statement, samples in writes.seconds.items()
+                )
             )
-        )
+
+
+def report(results: list[SfResult], queries: list[Query], kinds: list[str], rounds: int) -> None:
+    for kind in kinds:
+        report_refreshes(results, queries, kind, rounds)
+    report_time(results, queries, kinds)
+    report_targets(results, queries, kinds)
+    report_data(results, queries, rounds)
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("sfs", nargs="*", type=float, default=[0.1, 1.0], metavar="sf")
+    parser.add_argument("--change", choices=("range", "random", "both"), default="both")
+    parser.add_argument("--seed", type=int, default=SEED, help="of the random change")
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    return parser.parse_args()
 
 
 def main() -> None:
-    sfs = [float(arg) for arg in sys.argv[1:]] or [0.1, 1.0]
-    rounds = ROUNDS
+    args = arguments()
+    sfs: list[float] = args.sfs
+    kinds = list(CHANGES) if args.change == "both" else [args.change]
+    rounds: int = args.rounds
     started = time.perf_counter()
     queries = [read_query(number) for number in QUERIES]
     data = {}
@@ -430,9 +681,19 @@ def main() -> None:
         data[sf], generated[sf] = generate(sf)
     with tempfile.TemporaryDirectory() as warehouse:
         spark = bench_session(warehouse)
-        # warm-up: JIT, codegen, metastore connections; not printed
         calls = Py4jCalls(spark)
-        run_sf(spark, calls, WARM_UP_SF, data[WARM_UP_SF], queries, 1, "bench_tpch_warm_up")
+        # warm-up: JIT, codegen, metastore connections; not printed
+        run_sf(
+            spark,
+            calls,
+            WARM_UP_SF,
+            data[WARM_UP_SF],
+            queries,
+            1,
+            kinds,
+            args.seed,
+            "bench_tpch_warm_up",
+        )
         results = []
         for sf in sfs:
             result = run_sf(
@@ -442,11 +703,13 @@ def main() -> None:
                 data[sf],
                 queries,
                 rounds,
+                kinds,
+                args.seed,
                 f"bench_tpch_sf{sf_name(sf).replace('.', '_')}",
             )
             result.generate_s = generated[sf]
             results.append(result)
-        report(results, queries, rounds)
+        report(results, queries, kinds, rounds)
         spark.stop()
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
 

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 EXTENSION_CLASS = "io.sparkmv.SparkMvExtensions"
 """Value for ``spark.sql.extensions``."""
 
@@ -61,3 +68,31 @@ STORAGE_MAX_MASKED_SHARE_CONF = "spark.sparkmv.storage.maxMaskedShare"
 """Session conf: a patched bucket is rewritten whole (compacted) once its mask would hide more
 than this share of its stored rows (unset: ``apply/incremental.py``'s default; 1: never, for
 that reason)."""
+
+INCREMENTAL_REFRESH_CONF: dict[str, str] = {
+    # Adaptive execution runs every stage of a plan as a Spark job of its own and re-plans
+    # between them; an incremental refresh's statements read small changes, where the fixed
+    # cost per job (60-130 ms here) is most of the refresh. Planned statically, each
+    # statement is one job.
+    "spark.sql.adaptive.enabled": "false",
+    # A refresh reads the buckets it touches by path; past this many paths Spark would list
+    # them with a job of its own.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+}
+"""Session conf set while an incremental refresh runs its statements (restored after)."""
+
+
+@contextmanager
+def session_conf(spark: SparkSession, values: Mapping[str, str]) -> Iterator[None]:
+    """``values`` set in ``spark``'s session conf for the duration, then restored."""
+    previous = {key: spark.conf.get(key, None) for key in values}
+    for key, value in values.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in previous.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

@@ -9,6 +9,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from sparkmv.config import FS_BRIDGE_CLASS
+from sparkmv.jvm import helper
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ def _hadoop(spark: SparkSession) -> _Hadoop:
         context.hadoopConfiguration(),
         jvm.org.apache.hadoop.fs.Path,
         jvm.org.apache.hadoop.fs.FileUtil,
-        getattr(jvm, FS_BRIDGE_CLASS),
+        helper(spark, FS_BRIDGE_CLASS),
     )
     _hadoop_handles[:] = [handles]
     return handles
@@ -122,6 +123,17 @@ def data_files(spark: SparkSession, directory: str) -> list[FileStatus]:
         FileStatus(path, int(size), int(modified))
         for path, size, modified in zip(fields[0::3], fields[1::3], fields[2::3], strict=True)
     ]
+
+
+def parquet_row_counts(spark: SparkSession, directory: str) -> dict[str, int]:
+    """The row count of each parquet data file under ``directory`` (by path, as
+    ``data_files`` lists it), read from the files' footers: no Spark job."""
+    hadoop = _hadoop(spark)
+    joined = str(hadoop.bridge.parquetRowCounts(hadoop.configuration, directory))
+    if not joined:
+        return {}
+    fields = joined.split(_NUL)
+    return {path: int(rows) for path, rows in zip(fields[0::2], fields[1::2], strict=True)}
 
 
 def hidden_files(spark: SparkSession, directory: str) -> list[str]:

@@ -89,6 +89,17 @@ QUERY_POSITIONS = (exp.From, exp.Join, exp.SetOperation, exp.CTE, exp.Subquery, 
 """Where a parenthesized query is a relation, not a value."""
 
 
+def volatile_construct(tree: exp.Expr) -> str:
+    """A function in ``tree`` whose value can change while the base tables do not (time,
+    randomness, the session): "" when the query's result depends on its tables alone."""
+    for node in tree.walk():
+        if isinstance(node, (*TIME_DEPENDENT, *NONDETERMINISTIC)) or (
+            isinstance(node, exp.Anonymous) and node.name.lower() in NONDETERMINISTIC_NAMES
+        ):
+            return _construct(node)
+    return ""
+
+
 def _construct(node: exp.Expr) -> str:
     if isinstance(node, exp.Window):
         return "window function"

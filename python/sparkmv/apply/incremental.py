@@ -1,17 +1,24 @@
 """Apply a view's change ΔV to its bucketed storage, touching only the buckets it hits.
 
 Order, each step safe to crash after (as for a full refresh, ``materialize.py``):
-1. compute ΔV once (persisted) and the buckets its rows fall into;
-2. find the stored rows ΔV merges into: in each touched bucket, the rows equal to a row of
+1. compute ΔV once, written with each row's bucket into the new snapshot (``CHANGE_DIR``,
+   by bucket): the directories it wrote are the buckets it touches, its files' footers
+   count its rows per bucket, and the view's own applied change stays beside its data;
+2. find the stored rows ΔV merges into: in each patched bucket, the rows equal to a row of
    ΔV on ``Merge.key_columns`` (a row's value, a group's keys), read without the rows the
-   snapshot's mask already hides;
-3. write, into the new snapshot, the merge of those rows with ΔV (``Merge.rewrite``): for
-   rows (``row_merge``) the stored rows (as a Z-set: weight 1 per copy, or the stored
-   counter) plus ΔV's, consolidated, a row whose multiplicity reaches zero dropped; for an
-   aggregate view's groups, their state plus the change's (``apply/aggregate.py``);
-4. hard-link the files of every bucket into the new snapshot, and write its mask: the old
-   mask plus the positions of the rows merged in step 3 (they were replaced);
+   snapshot's mask already hides, and write them, with their positions, as the new
+   snapshot's mask (by bucket): they are about to be replaced;
+3. write, into the new snapshot, the merge of those rows (and of the buckets rewritten
+   whole) with ΔV (``Merge.rewrite``): for rows (``row_merge``) the stored rows (as a
+   Z-set: weight 1 per copy, or the stored counter) plus ΔV's, consolidated, a row whose
+   multiplicity reaches zero dropped; for an aggregate view's groups, their state plus the
+   change's (``apply/aggregate.py``);
+4. hard-link the files of every bucket not rewritten whole into the new snapshot, and the
+   old mask's files of those buckets into its mask;
 5. the caller commits the catalog view to the new snapshot (one metastore call).
+
+The stored rows are read by bucket directory and explicit schema: no listing of the other
+buckets, no schema inference, no job to count anything.
 
 So a refresh writes about |ΔV| rows, not the touched buckets (merge-on-read). A touched bucket
 is *compacted* instead — rewritten whole from its live rows merged with ΔV, its mask dropped —
@@ -27,22 +34,23 @@ change the log did not see): nothing is committed and the caller refreshes fully
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
-from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkmv import fs
 from sparkmv.apply.snapshot import (
     BUCKET_COLUMN,
+    CHANGE_DIR,
+    FILE_COLUMN,
     MASK_SCHEMA,
+    ROW_COLUMN,
     bucket_of,
     keep_schema_readable,
-    live_rows,
     mask_path,
     new_snapshot_path,
     observed_counts,
@@ -52,7 +60,9 @@ from sparkmv.apply.snapshot import (
 )
 from sparkmv.catalog.metadata import MvMetadata, StorageLayout
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
-from sparkmv.zset import COUNT_COLUMN, WEIGHT, as_bag
+from sparkmv.delta.relation import WEIGHT_SQL, TempViews
+from sparkmv.parse.statements import quote_identifier
+from sparkmv.zset import COUNT_COLUMN
 
 DEFAULT_MAX_MASKED_SHARE = 0.25
 """A touched bucket whose mask would hide more than this share of its stored rows is
@@ -104,40 +114,40 @@ def apply_change(
     spark: SparkSession, root: str, view: MvMetadata, change: DataFrame, merge: Merge
 ) -> AppliedChange:
     """Apply ``change`` to the snapshot of ``view`` by ``merge``; the new snapshot is
-    written under ``root``."""
-    layout = view.layout
-    change = change.withColumn(BUCKET_COLUMN, bucket_of(change, merge.key_columns, layout.buckets))
-    change = change.persist(StorageLevel.MEMORY_AND_DISK)  # computed once, read thrice
+    written under ``root``.
+
+    Spark jobs: one stages ΔV, one writes the merged rows, and a patch costs one more that
+    finds (and masks) the stored rows ΔV replaces. Which buckets ΔV touches, how many rows
+    it has in each and how many rows each bucket's mask holds are read from the files those
+    jobs wrote (listings and parquet footers), not by jobs of their own.
+    """
     path = new_snapshot_path(root)
-    hit: DataFrame | None = None
     try:
-        changed = {int(b): int(n) for b, n in change.groupBy(BUCKET_COLUMN).count().collect()}
-        touched = frozenset(changed)
-        if not touched:  # ΔV is empty: the view stays as it is
+        staged = _stage_change(spark, change, merge, view.layout.buckets, path)
+        if not staged.rows:  # ΔV is empty: the view stays as it is
+            remove_path(spark, path)
             return AppliedChange(view.snapshot, view.masked_rows, 0, 0, 0, 0, 0)
+        touched = frozenset(staged.rows)
         files = _bucket_files(spark, view.snapshot)
-        stored = live_rows(spark, view.snapshot, merge.schema, view.masked_rows)
-        stored = stored.where(F.col(BUCKET_COLUMN).isin(sorted(touched)))  # partition pruning
+        mask = _stored_mask(spark, view)
         whole = touched
         if _patching(spark, view, len(touched)):
-            whole = _to_compact(spark, view, changed, files)
-            patched = stored.where(~F.col(BUCKET_COLUMN).isin(sorted(whole)))
-            hit = _rows_hit(patched, change, merge.key_columns)
-            hit = hit.persist(StorageLevel.MEMORY_AND_DISK)  # merged, then masked
-        whole_column = F.col(BUCKET_COLUMN).isin(sorted(whole))
-        merged = stored.where(whole_column)
-        if hit is not None:
-            merged = hit.unionByName(merged)
-        observed = merge.rewrite(
-            merged.select(*merge.schema.fieldNames(), BUCKET_COLUMN), change, path
-        )
+            whole = _to_compact(spark, view, staged.rows, mask, files)
+        merged = _live_rows(spark, view, merge.schema, mask, whole, files)
+        hit_count = 0
+        if touched - whole:
+            hits, hit_count = _mask_hits(
+                spark, view, merge, staged.frame, touched - whole, mask, files, path
+            )
+            merged = hits.unionByName(merged)
+        observed = merge.rewrite(merged, staged.frame, path)  # stored columns, bucket
         if observed["negative"]:
             raise ChangeDoesNotFitError(
                 f"{observed['negative']} rows of the view would occur a negative number of times"
             )
         _link_buckets(spark, view.snapshot, path, files, except_buckets=whole)
-        masked = _write_mask(spark, view, hit, whole, path)
-        keep_schema_readable(spark.createDataFrame([], merge.schema), path)
+        masked = hit_count + mask.carry(spark, mask_path(path), except_buckets=whole)
+        keep_schema_readable(spark, merge.schema, path)
         return AppliedChange(
             path,
             masked,
@@ -150,10 +160,177 @@ def apply_change(
     except BaseException:
         remove_path(spark, path)
         raise
-    finally:
-        change.unpersist()
-        if hit is not None:
-            hit.unpersist()
+
+
+@dataclass(frozen=True)
+class StagedChange:
+    """ΔV as written into the new snapshot (``CHANGE_DIR``, by bucket): read back by the
+    jobs that merge it, so it is computed once; ``rows``: its rows per bucket."""
+
+    frame: DataFrame
+    rows: dict[int, int]
+
+
+def _stage_change(
+    spark: SparkSession, change: DataFrame, merge: Merge, buckets: int, path: str
+) -> StagedChange:
+    """Write ``change`` with its bucket into ``path``'s ``CHANGE_DIR`` (one Spark job, which
+    also fills any observation on the change's inputs) and count its rows per bucket from
+    the files' footers."""
+    staged_path = f"{path}/{CHANGE_DIR}"
+    bucketed = change.withColumn(BUCKET_COLUMN, bucket_of(change, merge.key_columns, buckets))
+    bucketed.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(staged_path)
+    rows = _rows_per_bucket(fs.parquet_row_counts(spark, staged_path))
+    schema = T.StructType([*change.schema.fields, T.StructField(BUCKET_COLUMN, T.IntegerType())])
+    frame = spark.read.schema(schema).parquet(staged_path) if rows else change
+    return StagedChange(frame, {bucket: n for bucket, n in rows.items() if n})
+
+
+def _rows_per_bucket(counts: dict[str, int]) -> dict[int, int]:
+    """Rows per bucket of files listed by path (``…/mv_bucket=k/part-…``); files outside a
+    bucket directory (a mask written before masks were bucketed) count for bucket -1."""
+    rows: dict[int, int] = {}
+    for file, count in counts.items():
+        bucket = _bucket_in_path(file)
+        rows[bucket] = rows.get(bucket, 0) + count
+    return rows
+
+
+def _bucket_in_path(file: str) -> int:
+    directory = file.rpartition("/")[0].rpartition("/")[2]
+    prefix = f"{BUCKET_COLUMN}="
+    return int(directory[len(prefix) :]) if directory.startswith(prefix) else -1
+
+
+@dataclass(frozen=True)
+class StoredMask:
+    """The mask of a snapshot: its files by bucket (written by bucket, ``_mask_hits``) and
+    its rows per bucket. A mask of one unbucketed file (written by an earlier version) has
+    ``legacy`` set and is carried over by a Spark job."""
+
+    snapshot: str
+    files: dict[int, list[str]]
+    rows: dict[int, int]
+    legacy: bool
+
+    def carry(self, spark: SparkSession, target: str, except_buckets: frozenset[int]) -> int:
+        """Link this mask's files of every bucket but ``except_buckets`` (rewritten whole:
+        their rows are all new) under ``target``; return how many rows they mask."""
+        if self.legacy:
+            old = read_mask(spark, self.snapshot).where(
+                ~F.col(BUCKET_COLUMN).isin(sorted(except_buckets))
+            )
+            old.write.mode("append").partitionBy(BUCKET_COLUMN).parquet(target)
+            return sum(
+                rows for rows in _rows_per_bucket(fs.parquet_row_counts(spark, target)).values()
+            )
+        carried = 0
+        for bucket, names in self.files.items():
+            if bucket in except_buckets:
+                continue
+            directory = f"{BUCKET_COLUMN}={bucket}"
+            for name in names:
+                fs.link(
+                    spark,
+                    f"{mask_path(self.snapshot)}/{directory}/{name}",
+                    f"{target}/{directory}/{name}",
+                )
+            carried += self.rows.get(bucket, 0)
+        return carried
+
+    def buckets(self) -> frozenset[int]:
+        return frozenset(bucket for bucket, rows in self.rows.items() if rows)
+
+
+def _stored_mask(spark: SparkSession, view: MvMetadata) -> StoredMask:
+    if not view.masked_rows:
+        return StoredMask(view.snapshot, {}, {}, legacy=False)
+    counts = fs.parquet_row_counts(spark, mask_path(view.snapshot))
+    files: dict[int, list[str]] = {}
+    for file in counts:
+        files.setdefault(_bucket_in_path(file), []).append(file.rpartition("/")[2])
+    if -1 in files:  # one unbucketed file: count its rows per bucket with a job
+        mask = read_mask(spark, view.snapshot)
+        rows = {int(b): int(n) for b, n in mask.groupBy(BUCKET_COLUMN).count().collect()}
+        return StoredMask(view.snapshot, {}, rows, legacy=True)
+    return StoredMask(view.snapshot, files, _rows_per_bucket(counts), legacy=False)
+
+
+def _read_buckets(
+    spark: SparkSession, directory: str, schema: T.StructType, buckets: list[int]
+) -> DataFrame:
+    """The rows of ``buckets`` (non-empty) of the bucketed ``directory``, with ``schema``
+    (its bucket column included): one path, a glob over the bucket directories, so that
+    Spark lists just those and infers nothing."""
+    names = ",".join(str(bucket) for bucket in buckets)
+    pattern = names if len(buckets) == 1 else f"{{{names}}}"
+    reader = spark.read.schema(schema).option("basePath", directory)
+    return reader.parquet(f"{directory}/{BUCKET_COLUMN}={pattern}")
+
+
+def _live_rows(
+    spark: SparkSession,
+    view: MvMetadata,
+    schema: T.StructType,
+    mask: StoredMask,
+    buckets: frozenset[int],
+    files: dict[int, list[str]],
+    positions: bool = False,
+) -> DataFrame:
+    """The stored rows of ``buckets`` that are part of the view (``schema``: a stored
+    file's columns), with their bucket (and with ``positions`` each row's ``FILE_COLUMN``
+    and ``ROW_COLUMN``); read by path and schema, so Spark neither lists the other buckets
+    nor infers anything. ``files``: the snapshot's data files by bucket."""
+    bucketed = _bucketed(schema)
+    columns = [*bucketed.fieldNames(), *([FILE_COLUMN, ROW_COLUMN] if positions else [])]
+    present = [b for b in sorted(buckets) if files.get(b)]
+    if not present:
+        empty = (
+            bucketed if not positions else T.StructType([*bucketed.fields, *MASK_SCHEMA.fields[1:]])
+        )
+        return spark.createDataFrame([], empty)
+    stored = _read_buckets(spark, view.snapshot, bucketed, present)
+    masked = mask.buckets() & frozenset(present)
+    if not positions and not masked:
+        return stored
+    stored = stored.select(
+        *bucketed.fieldNames(),
+        F.col("_metadata.file_name").alias(FILE_COLUMN),
+        F.col("_metadata.row_index").alias(ROW_COLUMN),
+    )
+    if masked:
+        hidden = read_mask(spark, view.snapshot).where(F.col(BUCKET_COLUMN).isin(sorted(masked)))
+        stored = stored.join(hidden, list(MASK_SCHEMA.fieldNames()), "left_anti")
+    return stored.select(*columns)
+
+
+def _bucketed(schema: T.StructType) -> T.StructType:
+    return T.StructType([*schema.fields, T.StructField(BUCKET_COLUMN, T.IntegerType())])
+
+
+def _mask_hits(
+    spark: SparkSession,
+    view: MvMetadata,
+    merge: Merge,
+    change: DataFrame,
+    buckets: frozenset[int],
+    mask: StoredMask,
+    files: dict[int, list[str]],
+    path: str,
+) -> tuple[DataFrame, int]:
+    """Write, into the new snapshot's mask, the live stored rows of the patched ``buckets``
+    that ``change`` merges into (equal on ``Merge.key_columns``, NULL-safe, same bucket),
+    whole and with their positions: the mask reads the positions, the merge the rows (so
+    they are found once). One Spark job; return those rows as written, and their number."""
+    stored = _live_rows(spark, view, merge.schema, mask, buckets, files, positions=True)
+    hit = _rows_hit(stored, change, merge.key_columns)
+    target = mask_path(path)
+    hit.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(target)
+    hits = _rows_per_bucket(fs.parquet_row_counts(spark, target))
+    written = sorted(bucket for bucket, rows in hits.items() if rows)
+    if not written:
+        return spark.createDataFrame([], _bucketed(merge.schema)), 0
+    return _read_buckets(spark, target, _bucketed(merge.schema), written), sum(hits.values())
 
 
 def _patching(spark: SparkSession, view: MvMetadata, touched: int) -> bool:
@@ -207,132 +384,112 @@ def _to_compact(
     spark: SparkSession,
     view: MvMetadata,
     changed: dict[int, int],
+    mask: StoredMask,
     files: dict[int, list[str]],
 ) -> frozenset[int]:
     """The touched buckets to rewrite whole: those with ``MAX_FILES_PER_BUCKET`` files, and
     those whose mask (what it hides now, plus about one row per change row there) would
     pass ``STORAGE_MAX_MASKED_SHARE_CONF`` of their stored rows. A bucket's stored rows are
-    estimated as an even share of the view's: no job reads the data for this, one reads
-    the (small) mask when there is one."""
+    estimated as an even share of the view's; its mask's rows are counted (``StoredMask``)."""
     share = _max_masked_share(spark)
     per_bucket = (view.row_count + view.masked_rows) / view.layout.buckets
-    masked: dict[int, int] = {}
-    if view.masked_rows:
-        mask = read_mask(spark, view.snapshot).where(F.col(BUCKET_COLUMN).isin(sorted(changed)))
-        masked = {int(b): int(n) for b, n in mask.groupBy(BUCKET_COLUMN).count().collect()}
     return frozenset(
         bucket
         for bucket, rows in changed.items()
         if len(files.get(bucket, ())) >= MAX_FILES_PER_BUCKET
-        or masked.get(bucket, 0) + rows > share * per_bucket
+        or mask.rows.get(bucket, 0) + rows > share * per_bucket
     )
-
-
-def _write_mask(
-    spark: SparkSession,
-    view: MvMetadata,
-    hit: DataFrame | None,
-    whole: frozenset[int],
-    path: str,
-) -> int:
-    """Write the new snapshot's mask: the old one's outside the buckets rewritten ``whole``,
-    and the positions of the rows ``hit`` (they were replaced); return its size."""
-    parts = []
-    if view.masked_rows:
-        parts.append(
-            read_mask(spark, view.snapshot).where(~F.col(BUCKET_COLUMN).isin(sorted(whole)))
-        )
-    if hit is not None:
-        parts.append(hit.select(*MASK_SCHEMA.fieldNames()))
-    if not parts:
-        return 0
-    mask = reduce(DataFrame.unionByName, parts)
-    rows = Observation("sparkmv_mask")
-    mask = mask.observe(rows, F.count(F.lit(1)).alias("rows"))
-    mask.coalesce(1).write.mode("errorifexists").parquet(mask_path(path))
-    return observed_counts(rows, ("rows",))["rows"]
 
 
 def write_merged(
     merged: DataFrame,
-    metrics: list[Column],
+    metrics: Sequence[str],
     stored: Callable[[DataFrame], DataFrame],
     path: str,
     by_bucket: bool = False,
 ) -> dict[str, int]:
     """Write ``stored(merged)`` (the rows to keep, with the bucket column) as bucket
-    directories under ``path``; return ``metrics`` (named ``METRICS``) over ``merged``
-    (``by_bucket``: ``merged`` is the output of a shuffle by bucket already).
+    directories under ``path``; return ``metrics`` (SQL aggregates over ``merged``, named
+    ``METRICS``) (``by_bucket``: ``merged`` is the output of a shuffle by bucket already).
 
     The metrics are observed after the shuffle by bucket, in the writing stage: observed
     before it, they would be lost whenever no row is kept (adaptive execution replaces an
     empty stage's plan, observation included).
     """
     observation = Observation("sparkmv_apply")
-    named = [F.coalesce(m, F.lit(0)).alias(n) for m, n in zip(metrics, METRICS, strict=True)]
+    named = [F.expr(f"coalesce({m}, 0) AS {n}") for m, n in zip(metrics, METRICS, strict=True)]
     if not by_bucket:
         merged = merged.repartition(BUCKET_COLUMN)
     observed = merged.observe(observation, *named)
-    stored(observed).write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(path)
+    # "append": the snapshot's directory already holds its staged change (and mask), under
+    # hidden names; the bucket directories are new.
+    stored(observed).write.mode("append").partitionBy(BUCKET_COLUMN).parquet(path)
     return observed_counts(observation, METRICS)
 
 
 def row_merge(layout: StorageLayout, change: DataFrame) -> Merge:
     """The merge of a row layout (a bag of rows, or rows with a counter): ΔV's columns
-    ``c0 …`` and the weight."""
+    ``c0 …`` and the weight.
+
+    Per stored row value ``r`` of the touched buckets: ``old(r)`` copies (or its counter),
+    ``delta(r) = ΔV(r)``, ``new(r) = old(r) + delta(r)``; ``r`` stays stored with ``new(r)``
+    copies (counter) while that is positive. Built as one SQL statement (the DataFrame API
+    would cost a py4j round trip per column and operator)."""
     visible = storage_columns(len(change.columns) - 1)
     types = {field.name: field.dataType for field in change.schema.fields}
     fields = [T.StructField(c, types[c]) for c in visible]
     if layout.counted:
         fields.append(T.StructField(COUNT_COLUMN, T.LongType()))
+    keys = ", ".join(quote_identifier(c) for c in [*visible, BUCKET_COLUMN])
+    old = quote_identifier(COUNT_COLUMN) if layout.counted else "1"
 
     def rewrite(stored: DataFrame, change: DataFrame, path: str) -> dict[str, int]:
         """The touched buckets: stored rows plus change, merged."""
-        old_weight = F.col(COUNT_COLUMN) if layout.counted else F.lit(1)
-        keys = [F.col(c) for c in visible] + [F.col(BUCKET_COLUMN)]
-        rows = stored.select(*keys, old_weight.cast("long").alias("old"), F.lit(0).alias("delta"))
-        rows = rows.unionByName(
-            change.select(*keys, F.lit(0).cast("long").alias("old"), F.col(WEIGHT).alias("delta"))
-        )
-        # Shuffled by bucket once: the grouping by every key then needs no shuffle of its own.
-        rows = rows.repartition(BUCKET_COLUMN)
-        merged = rows.groupBy(*keys).agg(F.sum("old").alias("old"), F.sum("delta").alias("delta"))
-        merged = merged.withColumn("new", F.col("old") + F.col("delta"))
+        views = TempViews(stored.sparkSession)
+        try:
+            # Shuffled by bucket once: the grouping by every key then needs no shuffle of
+            # its own.
+            merged = stored.sparkSession.sql(
+                f"SELECT {keys}, SUM(old) AS old, SUM(delta) AS delta,"
+                " SUM(old) + SUM(delta) AS new FROM (SELECT * FROM ("
+                f"SELECT {keys}, CAST({old} AS BIGINT) AS old, CAST(0 AS BIGINT) AS delta"
+                f" FROM {views.name_of(stored)} UNION ALL"
+                f" SELECT {keys}, CAST(0 AS BIGINT), CAST({WEIGHT_SQL} AS BIGINT)"
+                f" FROM {views.name_of(change)}) DISTRIBUTE BY {BUCKET_COLUMN})"
+                f" GROUP BY {keys}"
+            )
+        finally:
+            views.drop()
         return write_merged(merged, _metrics(layout), kept_rows, path, by_bucket=True)
 
     def kept_rows(merged: DataFrame) -> DataFrame:
-        kept = merged.where(F.col("new") > 0)
+        kept = merged.where("new > 0")
         if layout.counted:
-            return kept.select(*visible, F.col("new").alias(COUNT_COLUMN), BUCKET_COLUMN)
-        return as_bag(kept.select(*visible, BUCKET_COLUMN, "new"), weight="new")
+            return kept.withColumnRenamed("new", COUNT_COLUMN).drop("old", "delta")
+        copies = F.expr("explode(array_repeat(TRUE, CAST(new AS INT)))")
+        return kept.withColumn("__copy", copies).drop("old", "delta", "new", "__copy")
 
     return Merge(visible, T.StructType(fields), rewrite)
 
 
-def _metrics(layout: StorageLayout) -> list[Column]:
+def _metrics(layout: StorageLayout) -> list[str]:
     """Visible rows inserted and deleted, rows rewritten, rows gone negative: per group."""
-    old, new, delta = F.col("old"), F.col("new"), F.col("delta")
     if layout.counted:  # a DISTINCT view shows a row while its counter is positive
-        inserted = F.sum(F.when((old <= 0) & (new > 0), 1).otherwise(0))
-        deleted = F.sum(F.when((old > 0) & (new <= 0), 1).otherwise(0))
-        rewritten = F.sum(F.when(new > 0, 1).otherwise(0))
+        inserted = "SUM(CASE WHEN old <= 0 AND new > 0 THEN 1 ELSE 0 END)"
+        deleted = "SUM(CASE WHEN old > 0 AND new <= 0 THEN 1 ELSE 0 END)"
+        rewritten = "SUM(CASE WHEN new > 0 THEN 1 ELSE 0 END)"
     else:
-        inserted = F.sum(F.greatest(delta, F.lit(0)))
-        deleted = F.sum(F.greatest(-delta, F.lit(0)))
-        rewritten = F.sum(F.greatest(new, F.lit(0)))
-    negative = F.sum(F.when(new < 0, 1).otherwise(0))
-    return [inserted, deleted, rewritten, negative]
+        inserted = "SUM(greatest(delta, 0))"
+        deleted = "SUM(greatest(-delta, 0))"
+        rewritten = "SUM(greatest(new, 0))"
+    return [inserted, deleted, rewritten, "SUM(CASE WHEN new < 0 THEN 1 ELSE 0 END)"]
 
 
 def _bucket_files(spark: SparkSession, snapshot: str) -> dict[int, list[str]]:
-    """The data files of each bucket of ``snapshot`` (one listing, by Spark), by name: Spark
-    lists them as URIs, and only these last two segments of the path are Spark's own."""
-    bucket_only = T.StructType(MASK_SCHEMA.fields[:1])
+    """The data files of each bucket of ``snapshot`` (one listing), by name."""
     files: dict[int, list[str]] = {}
-    for uri in spark.read.schema(bucket_only).parquet(snapshot).inputFiles():
-        directory, _, name = uri.rpartition("/")
-        bucket = int(directory.rpartition(f"/{BUCKET_COLUMN}=")[2])
-        files.setdefault(bucket, []).append(name)
+    for status in fs.data_files(spark, snapshot):
+        files.setdefault(_bucket_in_path(status.path), []).append(status.path.rpartition("/")[2])
     return files
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -105,11 +105,11 @@ def incremental_refresh(
     merge: Merge,
     reason: str,
     started_ms: int,
-    irrelevant: Mapping[str, int] | None = None,
+    irrelevant: Callable[[], Mapping[str, int]] | None = None,
 ) -> MvMetadata:
     """Apply ``change`` (ΔV in storage columns, or an aggregate view's state change) to
     ``view`` by ``merge`` atomically; the new metadata (``irrelevant``: the changed base
-    rows the irrelevance filters dropped per table, for the counters).
+    rows the irrelevance filters dropped per table, for the counters, once ΔV is computed).
 
     Raises ``ChangeDoesNotFitError`` (nothing committed) when ΔV does not fit the stored rows.
     """
@@ -134,11 +134,31 @@ def incremental_refresh(
         masked_rows=applied.masked_rows,
         row_count=view.row_count + applied.rows_inserted - applied.rows_deleted,
         stats=view.stats.after_incremental_refresh(
-            applied.rows_inserted, applied.rows_deleted, reason, started_ms, finished, irrelevant
+            applied.rows_inserted,
+            applied.rows_deleted,
+            reason,
+            started_ms,
+            finished,
+            irrelevant() if irrelevant is not None else None,
         ),
     )
     commit_snapshot(spark, catalog, view, updated)
     return updated
+
+
+def commit_metadata(spark: SparkSession, catalog: ViewCatalog, updated: MvMetadata) -> None:
+    """Store ``updated`` (same snapshot) in one metastore call, then remove what a refresh
+    that crashed before its commit left behind."""
+    catalog.commit(updated, snapshot.view_text(updated))
+    _remove_unreferenced(spark, updated)
+
+
+def _remove_unreferenced(spark: SparkSession, view: MvMetadata) -> None:
+    """Remove the snapshots of ``view`` but its current one and the one before it (kept for
+    readers that resolved the view just before the commit that replaced it)."""
+    root = snapshot.storage_root(spark, view.name)
+    previous = snapshot.older(spark, root, view.snapshot)[-1:]
+    snapshot.remove_snapshots(spark, root, keep=[view.snapshot, *previous])
 
 
 def commit_snapshot(
@@ -155,6 +175,8 @@ def commit_snapshot(
     checkpoint("refresh.after_commit")
     # Unreferenced snapshots (a crash before an earlier commit) go; the previous one stays
     # for readers that resolved the view just before the commit that replaced it.
+    if not new_snapshot:
+        _remove_unreferenced(spark, updated)
+        return
     root = snapshot.storage_root(spark, view.name)
-    previous = [view.snapshot] if new_snapshot else snapshot.older(spark, root, view.snapshot)[-1:]
-    snapshot.remove_snapshots(spark, root, keep=[updated.snapshot, *previous])
+    snapshot.remove_snapshots(spark, root, keep=[updated.snapshot, view.snapshot])

@@ -47,8 +47,12 @@ BUCKET_COLUMN = "mv_bucket"
 VISIBLE_COLUMN = "mv_visible"
 """Hidden, in a grouped layout: whether a stored group is a row of the view."""
 MASK_DIR = "_sparkmv_mask"
-"""In a snapshot: the positions of its stored rows that are no longer part of the view. Its
-name starts with ``_``, so Spark's listing of the snapshot's data skips it."""
+"""In a snapshot: the positions of its stored rows that are no longer part of the view (by
+bucket; each masked row is kept whole beside its position). Its name starts with ``_``, so
+Spark's listing of the snapshot's data skips it."""
+CHANGE_DIR = "_sparkmv_change"
+"""In a snapshot written by an incremental refresh: the change ΔV it applied (stored
+columns, weight and bucket, by bucket). Hidden from the snapshot's data by its name."""
 FILE_COLUMN = "mv_file"
 """In the mask: the name of the data file (within its bucket) that holds a masked row."""
 ROW_COLUMN = "mv_row"
@@ -86,10 +90,10 @@ def storage_columns(count: int) -> list[str]:
 def bucket_of(frame: DataFrame, columns: Sequence[str], buckets: int) -> Column:
     """The bucket of each row of ``frame``: a hash of its ``columns`` of hashable types."""
     types = {field.name: field.dataType for field in frame.schema.fields}
-    hashed = [F.col(c) for c in columns if isinstance(types[c], HASHABLE_TYPES)]
+    hashed = [quote_identifier(c) for c in columns if isinstance(types[c], HASHABLE_TYPES)]
     if not hashed:
         return F.lit(0)
-    return F.pmod(F.xxhash64(*hashed), F.lit(buckets)).cast("int")
+    return F.expr(f"CAST(pmod(xxhash64({', '.join(hashed)}), {buckets}) AS INT)")
 
 
 def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) -> int:
@@ -120,29 +124,36 @@ def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) ->
         frame.write.mode("errorifexists").parquet(path)
     written = observed_counts(rows, ("rows",))["rows"]
     if layout.buckets:
-        keep_schema_readable(stored, path)
+        keep_schema_readable(data.sparkSession, stored.schema, path)
     return written
 
 
 def observed_counts(observation: Observation, names: Sequence[str]) -> dict[str, int]:
-    """The integer metrics of ``observation`` after its action ran.
+    """The integer metrics of ``observation`` after its action ran; every count zero when
+    no metrics arrived (``observed_metrics``)."""
+    found = observed_metrics(observation, names)
+    return dict.fromkeys(names, 0) if found is None else found
+
+
+def observed_metrics(observation: Observation, names: Sequence[str]) -> dict[str, int] | None:
+    """The integer metrics of ``observation`` after its action ran, None when none arrived.
 
     Spark's optimizer replaces a plan it proves empty (e.g. over an empty table) by an empty
-    relation, observation included; no metrics arrive then, and every count is zero.
+    relation, observation included; no metrics arrive then.
     """
     jvm_row: Any = observation._jo.getRow() if observation._jo is not None else None
     if jvm_row is None or jvm_row.length() == 0:
-        return dict.fromkeys(names, 0)
+        return None
     metrics = observation.get
     return {name: int(metrics[name] or 0) for name in names}
 
 
-def keep_schema_readable(frame: DataFrame, path: str) -> None:
+def keep_schema_readable(spark: SparkSession, schema: T.StructType, path: str) -> None:
     """A bucketed snapshot without rows has no files, and Spark cannot read a view over it:
-    give it one empty file (with the schema) in bucket 0."""
-    spark = frame.sparkSession
-    if not any(True for _ in fs.data_files(spark, path)):
-        frame.limit(0).write.mode("errorifexists").parquet(f"{path}/{BUCKET_COLUMN}=0")
+    give it one empty file (with ``schema``) in bucket 0."""
+    if not fs.data_files(spark, path):
+        empty = spark.createDataFrame([], schema)
+        empty.write.mode("errorifexists").parquet(f"{path}/{BUCKET_COLUMN}=0")
 
 
 _MASK_MATCH = {
@@ -188,25 +199,6 @@ MASK_SCHEMA = T.StructType(
 )
 
 
-def live_rows(
-    spark: SparkSession, snapshot: str, schema: T.StructType, masked_rows: int
-) -> DataFrame:
-    """The stored rows of a bucketed ``snapshot`` that are part of the view (``schema``: a
-    stored file's columns), with their bucket and position (``FILE_COLUMN``,
-    ``ROW_COLUMN``); ``masked_rows``: the size of its mask (0: it has none)."""
-    bucketed = T.StructType([*schema.fields, T.StructField(BUCKET_COLUMN, T.IntegerType())])
-    stored = spark.read.schema(bucketed).parquet(snapshot)
-    stored = stored.select(
-        *schema.fieldNames(),
-        BUCKET_COLUMN,
-        F.col("_metadata.file_name").alias(FILE_COLUMN),
-        F.col("_metadata.row_index").alias(ROW_COLUMN),
-    )
-    if not masked_rows:
-        return stored
-    return stored.join(read_mask(spark, snapshot), list(MASK_SCHEMA.fieldNames()), "left_anti")
-
-
 def list_snapshots(spark: SparkSession, root: str) -> list[str]:
     """Qualified paths of the snapshot directories under ``root``."""
     base = qualified(spark, root).rstrip("/")
@@ -229,10 +221,11 @@ def older(spark: SparkSession, root: str, current: str) -> list[str]:
 
 
 def remove_snapshots(spark: SparkSession, root: str, keep: Iterable[str]) -> None:
-    """Delete the snapshot directories under ``root`` that are not in ``keep``."""
-    kept = {qualified(spark, path) for path in keep}
+    """Delete the snapshot directories under ``root`` that are not in ``keep`` (compared by
+    name: a snapshot's name is unique under its root)."""
+    kept = {path.rstrip("/").rpartition("/")[2] for path in keep}
     for path in list_snapshots(spark, root):
-        if path not in kept:
+        if path.rpartition("/")[2] not in kept:
             remove_path(spark, path)
 
 

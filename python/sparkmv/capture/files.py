@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import unquote
 
 from pyspark.sql import SparkSession
@@ -133,6 +134,25 @@ def list_table_files(
         )
         units.append(DataUnit(spec, fs.qualified(spark, location), files))
     return TableFiles(tuple(units))
+
+
+def table_files_from_listing(units: list[list[Any]]) -> TableFiles:
+    """The table's files as the shim lists them around a captured file write
+    (``WriteFacts.files``): ``[[spec or null, qualified location, [[path, size, modified
+    ms], ...]], ...]``, the same units, specs, locations and files ``list_table_files`` would
+    find, listed in the JVM so that the write's capture makes no py4j call for them."""
+    return TableFiles(
+        tuple(
+            DataUnit(
+                spec := partition_spec(values),
+                location,
+                tuple(
+                    DataFile(path, int(size), int(modified), spec) for path, size, modified in files
+                ),
+            )
+            for values, location, files in units
+        )
+    )
 
 
 def delete_retired(spark: SparkSession, paths: Iterable[str]) -> None:

@@ -14,21 +14,32 @@ failed. The table's files before and after tell what happened:
 
 ``before`` first reconciles the log with the table, so a change that bypassed capture is
 never attributed to this write.
+
+A file write (``CapturedWriteCommand``: INSERT, INSERT OVERWRITE, ``insertInto``,
+``saveAsTable`` append) carries what its capture needs in the details the shim passes
+(``Capture.aroundFileWrite``): the table's catalog entry as its plan holds it, and the
+table's files, listed in the JVM before and after the write. Capturing it then costs no
+metastore lookup and no listing over py4j, only the log's own reads and its commit. The
+other writes (TRUNCATE, DROP PARTITION, ``saveAsTable`` overwrite, DROP TABLE) pass their
+kind alone, and the table is looked up and listed from here.
 """
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 
 from sparkmv import fs
 from sparkmv.capture.change_log import ChangeLog, FileRef
-from sparkmv.capture.files import TableFiles, unit_base
+from sparkmv.capture.files import TableFiles, table_files_from_listing, unit_base
 from sparkmv.capture.tracking import Tracking
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.views import CatalogEntry
+from sparkmv.catalog.views import _entry as described_entry  # the shim's describe() format
 from sparkmv.parse.statements import TableName
 
 OVERWRITE_MODE = "Overwrite"
@@ -41,11 +52,25 @@ REPLACE_TABLE = "ReplaceTable"
 
 @dataclass(frozen=True)
 class _WriteInFlight:
+    """A write between ``before`` and ``after``: the log reconciled with the table's files
+    ``before`` it, so that ``after`` attributes to it exactly what changed since.
+
+    ``file_write``: the shim carries the files after the write in ``after``'s details, and the
+    write cannot have changed ``entry`` (a file write changes files and partitions only).
+    """
+
     table: TableName
     log: ChangeLog
     before: TableFiles
     preserved: dict[str, str]  # table file → its link in the log
-    properties: dict[str, str]  # the table's properties before the write
+    entry: CatalogEntry  # the table's catalog entry before the write
+    file_write: bool
+
+
+def _carried(detail: str) -> dict[str, Any] | None:
+    """The facts a file write carries (a JSON object, see ``Capture.aroundFileWrite``); None
+    for a bare mode or token (neither starts with a brace)."""
+    return json.loads(detail) if detail.startswith("{") else None
 
 
 class WriteCapture:
@@ -57,20 +82,33 @@ class WriteCapture:
         self._in_flight: dict[str, _WriteInFlight] = {}
         self._dropping: dict[str, list[str]] = {}
 
-    def before(self, table: TableName, mode: str) -> str:
+    def before(self, table: TableName, detail: str) -> str:
+        """Take the state of ``table`` before a write; returns the write's token.
+
+        ``detail`` is what the write does (a ``SaveMode`` name, ``DROP`` or
+        ``REPLACE_TABLE``), or a file write's carried facts (``_carried``)."""
         token = uuid.uuid4().hex
-        entry = self.tracking.catalog.entry(table)
+        facts = _carried(detail)
+        files: TableFiles | None = None
+        if facts is not None:
+            mode = str(facts["mode"])
+            entry: CatalogEntry | None = described_entry(facts["table"])
+            files = table_files_from_listing(facts["files"])
+        else:
+            mode = detail
+            entry = self.tracking.catalog.entry(table)
         if mode == DROP:
             self._dropping[token] = self._kept_beside(entry)
             return token
         state = self.tracking.state_of(table, entry)
         if state.log is not None and entry is not None:
-            files = self.tracking.files(table, entry)
+            if files is None:
+                files = self.tracking.files(table, entry)
             state.log.reconcile(files, writer=True)
             replaces = mode in (OVERWRITE_MODE, REPLACE_TABLE)
             preserved = self._preserve(state.log, files) if replaces else {}
             self._in_flight[token] = _WriteInFlight(
-                table, state.log, files, preserved, entry.properties
+                table, state.log, files, preserved, entry, file_write=facts is not None
             )
         if mode == REPLACE_TABLE and entry is not None:
             self._clear_beside_location(entry)
@@ -118,7 +156,11 @@ class WriteCapture:
             kept.append(entry.properties[keys.TRACKING_LOG])
         return kept
 
-    def after(self, table: TableName, token: str) -> None:
+    def after(self, table: TableName, detail: str) -> None:
+        """Log the write of ``detail`` (its token, or a file write's token and files after
+        it) as one commit, if it changed the table's files."""
+        facts = _carried(detail)
+        token = str(facts["token"]) if facts is not None else detail
         if token in self._dropping:
             kept = self._dropping.pop(token)
             if self.tracking.catalog.entry(table) is None:
@@ -128,11 +170,18 @@ class WriteCapture:
         write = self._in_flight.pop(token, None)
         if write is None:
             return
-        entry = self.tracking.catalog.entry(table)
-        if entry is not None and not self.tracking.state_of(table, entry).log:
-            # saveAsTable overwrite dropped and re-created the table, properties and all.
-            self.tracking.restore(table, write.properties)
-        after = self.tracking.files(table, entry)
+        entry: CatalogEntry | None
+        if facts is not None and write.file_write:
+            # A file write changes no catalog entry: its location, schema and properties
+            # are the ones its plan was analysed with; only its files (and partitions) change.
+            entry = write.entry
+            after = table_files_from_listing(facts["files"])
+        else:
+            entry = self.tracking.catalog.entry(table)
+            if entry is not None and not self.tracking.state_of(table, entry).log:
+                # saveAsTable overwrite dropped and re-created the table, properties and all.
+                self.tracking.restore(table, write.entry.properties)
+            after = self.tracking.files(table, entry)
         before_paths, after_paths = write.before.by_path(), after.by_path()
         added = [FileRef.of(after_paths[p]) for p in sorted(after_paths.keys() - before_paths)]
         removed = sorted(before_paths.keys() - after_paths)

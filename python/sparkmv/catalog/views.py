@@ -19,6 +19,7 @@ from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import CATALOG_BRIDGE_CLASS
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.jvm import helper
 from sparkmv.parse.statements import TableName
 
 
@@ -48,10 +49,7 @@ class ViewCatalog:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
-        jvm: Any = spark._jvm
-        self._bridge = jvm
-        for part in CATALOG_BRIDGE_CLASS.split("."):
-            self._bridge = getattr(self._bridge, part)
+        self._bridge = helper(spark, CATALOG_BRIDGE_CLASS)
         self._session: Any = spark._jsparkSession
 
     def data_locations(self, table: TableName) -> list[tuple[dict[str, str | None] | None, str]]:
@@ -77,7 +75,9 @@ class ViewCatalog:
     ) -> None:
         """Set ``values`` on ``table`` (resolved) and remove the ``unset`` keys, in one
         metastore call (no statement to parse and analyse)."""
-        self._bridge.alterProperties(self._session, table.database, table.name, values, list(unset))
+        self._bridge.alterProperties(
+            self._session, table.database, table.name, json.dumps(values), json.dumps(unset)
+        )
 
     def resolve(self, name: TableName) -> TableName:
         """``name`` qualified with the current database; names are case-insensitive."""
@@ -144,7 +144,7 @@ class ViewCatalog:
             metadata.name.database,
             metadata.name.name,
             view_text,
-            metadata.to_properties(),
+            json.dumps(metadata.to_properties()),
         )
 
 

@@ -56,7 +56,9 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
     view = context.catalog.get(context.catalog.resolve(statement.name))
     bases = context.peek_tracking(view.base_tables)
     query = refresh.view_query(context.spark, view, bases)
-    plan = refresh.refresh_plan(view, query, statement.mode, bases)
+    plan = refresh.no_change_plan(context.spark, view, statement.mode, bases)
+    if plan is None:
+        plan = refresh.refresh_plan(view, query, statement.mode, bases)
     lines = [
         "== Refresh Plan ==",
         f"Materialized view: {view.name}",

@@ -8,22 +8,30 @@ the result row and in DESCRIBE EXTENDED. A refresh with no pending change reads 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
+from sparkmv.analyze.constructs import volatile_construct
 from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.query import parse_query, query_dataframe
 from sparkmv.analyze.relational import Node, read_columns
 from sparkmv.apply.incremental import ChangeDoesNotFitError
-from sparkmv.apply.materialize import commit_snapshot, full_refresh, incremental_refresh, now_ms
+from sparkmv.apply.materialize import (
+    commit_metadata,
+    commit_snapshot,
+    full_refresh,
+    incremental_refresh,
+    now_ms,
+)
 from sparkmv.capture.tracking import BaseTable, positions, schemas
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
-from sparkmv.config import STORAGE_BUCKETS_CONF
+from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
 from sparkmv.delta.engine import BaseState, DeltaEngine
+from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
-from sparkmv.parse.statements import RefreshMode, RefreshStatement
+from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshStatement
 from sparkmv.plan.refresh_plan import (
     FULL,
     INCREMENTAL,
@@ -33,15 +41,14 @@ from sparkmv.plan.refresh_plan import (
     storage_layout,
 )
 from sparkmv.plan.view_delta import (
+    SkippedRows,
     checked_maintainability,
     irrelevance_screens,
     maintainability_of,
     schemas_key,
-    skipped_rows,
     stored_change,
     stored_rows,
 )
-from sparkmv.zset import WEIGHT, column, consolidate
 
 RESULT_SCHEMA = (
     "mode STRING, reason STRING, rows_inserted BIGINT, rows_deleted BIGINT,"
@@ -124,25 +131,9 @@ def base_states(
             read = None if root is None else read_columns(root).get(base.name, set())
             consumed = view.consumed_versions[base.name].version
             logged = base.log.row_changes(consumed, base.version, read)
-            state = BaseState(state.rows, consolidate(_reading_only(logged, read)), logged)
+            state = BaseState(state.rows, net_change(logged, read), logged, read)
         states[base.name] = state
     return delta_engine(spark, states)
-
-
-def _reading_only(logged: DataFrame, read: set[str] | None) -> DataFrame:
-    """``logged`` with the columns the view does not read set to NULL (``read`` None: all
-    are read), so that an update's pre- and post-image that differ only there cancel when
-    consolidated (a readily ignorable update, Hanson §1 after Buneman–Clemons)."""
-    if read is None:
-        return logged
-    read = {name.lower() for name in read}  # Spark's column names ignore case
-    columns = [
-        column(field.name)
-        if field.name.lower() in read or field.name == WEIGHT
-        else F.lit(None).cast(field.dataType).alias(field.name)
-        for field in logged.schema.fields
-    ]
-    return logged.select(*columns)
 
 
 def screened_engine(
@@ -154,11 +145,54 @@ def screened_engine(
     return engine.screened(irrelevance_screens(query.maintainability, engine, spark))
 
 
+def nothing_pending(spark: SparkSession, view: MvMetadata, bases: list[BaseTable]) -> bool:
+    """Whether the view's contents are its query's result now without reading any data:
+    every base table is tracked, its log saw every write, and the view consumed its current
+    version — and the query's result depends on its tables alone. That holds for a view
+    whose query passed the incremental check (it refuses anything volatile); another one's
+    query is parsed and analyzed (no job) to see whether it is deterministic. A view whose
+    policy is FULL, or whose storage a refresh would lay out anew, is refreshed as asked."""
+    if view.policy is RefreshPolicy.FULL or not view.snapshot:
+        return False
+    for base in bases:
+        consumed = view.consumed_versions.get(base.name)
+        if base.log is None or base.problem or consumed is None:
+            return False
+        if consumed.log != base.log.root or consumed.version != base.version:
+            return False
+    if view.checked_schemas:
+        return bool(view.layout.buckets)
+    tree = parse_query(view.query, view.query_database).tree
+    if tree is None or volatile_construct(tree):
+        return False
+    data: Any = query_dataframe(spark, view.query, view.query_database)
+    return bool(data._jdf.queryExecution().analyzed().deterministic())
+
+
+def no_change_plan(
+    spark: SparkSession, view: MvMetadata, requested: RefreshMode | None, bases: list[BaseTable]
+) -> RefreshPlan | None:
+    """The plan of a refresh with nothing to do (``nothing_pending``), None otherwise; a
+    refresh that asks for a mode gets it."""
+    if requested is None and nothing_pending(spark, view, bases):
+        return RefreshPlan(INCREMENTAL, NO_CHANGE)
+    return None
+
+
+def no_change_refresh(context: CommandContext, view: MvMetadata, started: int) -> Rows:
+    """Record a refresh that found nothing to do: metadata only (one metastore call)."""
+    stats = view.stats.after_incremental_refresh(0, 0, NO_CHANGE, started, now_ms())
+    commit_metadata(context.spark, context.catalog, view.with_changes(stats=stats))
+    return [(INCREMENTAL, NO_CHANGE, 0, 0, 0, now_ms() - started)]
+
+
 def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     started = now_ms()
     spark = context.spark
     view = context.catalog.get(context.catalog.resolve(statement.name))
     bases = context.start_tracking(view.name, view.base_tables)
+    if no_change_plan(spark, view, statement.mode, bases) is not None:
+        return no_change_refresh(context, view, started)
     query = view_query(spark, view, bases)
     plan_refresh(view.name, view.policy, statement.mode, query.maintainability)  # may refuse
     plan = refresh_plan(view, query, statement.mode, bases)
@@ -173,10 +207,18 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
         )
         commit_snapshot(spark, context.catalog, view, updated)
     elif plan.mode == INCREMENTAL:
-        with screened_engine(spark, view, query, bases) as engine:
+        assert query.maintainability.root is not None
+        with (
+            screened_engine(spark, view, query, bases) as screened,
+            session_conf(spark, INCREMENTAL_REFRESH_CONF),
+        ):
+            skipped, engine = SkippedRows.observed(query.maintainability.root, screened)
             change, merge = stored_change(query.maintainability, engine, view.layout)
-            assert query.maintainability.root is not None
-            irrelevant = skipped_rows(query.maintainability.root, engine)
+
+            def skipped_counts() -> dict[str, int]:
+                irrelevant.update(skipped.counts(engine))
+                return irrelevant
+
             try:
                 updated = incremental_refresh(
                     spark,
@@ -186,7 +228,7 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
                     merge,
                     plan.reason,
                     started,
-                    irrelevant,
+                    skipped_counts,
                 )
             except ChangeDoesNotFitError as error:
                 plan = RefreshPlan(FULL, f"the view's change did not fit its stored rows ({error})")
@@ -201,5 +243,5 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     context.compact_logs(bases, updated)
     inserted = updated.stats.rows_inserted - view.stats.rows_inserted
     deleted = updated.stats.rows_deleted - view.stats.rows_deleted
-    skipped = sum(irrelevant.values()) if plan.mode == INCREMENTAL else 0
-    return [(plan.mode, plan.reason, inserted, deleted, skipped, now_ms() - started)]
+    dropped = sum(irrelevant.values()) if plan.mode == INCREMENTAL else 0
+    return [(plan.mode, plan.reason, inserted, deleted, dropped, now_ms() - started)]

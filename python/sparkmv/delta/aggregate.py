@@ -45,9 +45,16 @@ from sqlglot import exp
 
 from sparkmv.analyze.relational import Aggregate, AggregateCall, NotMaintainableError
 from sparkmv.config import ANSI_CONF
-from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, spark_expression
-from sparkmv.delta.relation import Relation
-from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, column, consolidate, materialized
+from sparkmv.delta.engine import (
+    DeltaEngine,
+    DeltaRule,
+    Version,
+    spark_expression,
+    sql_expression,
+)
+from sparkmv.delta.relation import WEIGHT_SQL, Relation
+from sparkmv.parse.statements import quote_identifier as _q
+from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, consolidate, materialized
 
 SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 MAX_SUMMED_PRECISION = 27
@@ -122,12 +129,15 @@ def counter_columns(node: Aggregate) -> list[str]:
     return [DISTINCT_ARGUMENT_COLUMN, *values, VALUE_COUNT_COLUMN]
 
 
-def state_columns(node: Aggregate) -> list[str]:
-    """The state of a group, after its keys: ``mv_count`` then each call's columns."""
+def state_columns(node: Aggregate, *, change: bool = False) -> list[str]:
+    """The state of a group, after its keys: ``mv_count`` then each call's columns (in a
+    ``change``, each extreme followed by the deleted extreme)."""
     columns = [COUNT_COLUMN]
     for index, call in enumerate(node.calls):
         if call.function in ("min", "max"):
             columns.append(extreme_column(index))
+            if change:
+                columns.append(removed_extreme_column(index))
         elif call.argument is not None:
             columns.append(count_column(index))
             if call.function in ("sum", "avg"):
@@ -150,24 +160,34 @@ class ResultTypes:
 
 def result_types(node: Aggregate, child: DataFrame) -> ResultTypes:
     """Spark's types of ``node``'s calls over ``child`` (its input's Z-set); analysis only,
-    no job. Raises ``NotMaintainableError`` for a sum that could not be kept exact."""
-    calls = child.groupBy().agg(*(F.expr(call.sql()) for call in node.calls)).schema
-    sums: list[T.DataType | None] = []
-    for call in node.calls:
-        if call.argument is None or call.function not in ("sum", "avg"):
-            sums.append(None)
-            continue
-        argument = spark_expression(call.argument)
+    no job. Raises ``NotMaintainableError`` for a sum that could not be kept exact.
+
+    One probe, analyzed once: a struct of the calls, of each ``SUM``/``AVG`` argument and its
+    ``SUM``, and of each distinct argument (``first(x)`` has ``x``'s type)."""
+    probes = [call.sql() for call in node.calls]
+    summed = [i for i, c in enumerate(node.calls) if c.argument is not None and _sums(c)]
+    for index in summed:
+        argument = node.calls[index].argument
+        assert argument is not None
+        probes += [f"first({sql_expression(argument)})", f"sum({sql_expression(argument)})"]
+    probes += [f"first({sql_expression(a)})" for a in distinct_arguments(node)]
+    fields = ", ".join(f"'p{i}', {probe}" for i, probe in enumerate(probes))
+    probe = child.agg(F.expr(f"named_struct({fields})")).schema.fields[0].dataType
+    assert isinstance(probe, T.StructType)
+    found = [field.dataType for field in probe.fields]
+    calls, found = found[: len(node.calls)], found[len(node.calls) :]
+    sums: list[T.DataType | None] = [None] * len(node.calls)
+    if summed:
         ansi = child.sparkSession.conf.get(ANSI_CONF, "true") == "true"
-        _check_summable(call, child.select(argument).schema.fields[0].dataType, ansi)
-        sums.append(child.groupBy().agg(F.sum(argument)).schema.fields[0].dataType)
-    arguments = [spark_expression(argument) for argument in distinct_arguments(node)]
-    values = child.select(*arguments).schema.fields if arguments else []
-    return ResultTypes(
-        tuple(field.dataType for field in calls.fields),
-        tuple(sums),
-        tuple(field.dataType for field in values),
-    )
+        for index in summed:
+            _check_summable(node.calls[index], found[0], ansi)
+            sums[index], found = found[1], found[2:]
+    return ResultTypes(tuple(calls), tuple(sums), tuple(found))
+
+
+def _sums(call: AggregateCall) -> bool:
+    """Whether the call keeps a sum (``SUM`` and ``AVG``)."""
+    return call.function in ("sum", "avg")
 
 
 def _check_summable(call: AggregateCall, argument: T.DataType, ansi: bool) -> None:
@@ -188,18 +208,65 @@ def _check_summable(call: AggregateCall, argument: T.DataType, ansi: bool) -> No
         )
 
 
-def signed(argument: Column, weight: Column, sum_type: T.DataType) -> Column:
-    """``w·x`` exactly, in ``x``'s sum type."""
+def signed_sql(argument: str, weight: str, sum_type: T.DataType) -> str:
+    """``w·x`` exactly, in ``x``'s sum type (Spark SQL over SQL operands)."""
     if isinstance(sum_type, T.DecimalType):
-        return (argument * weight.cast("decimal(10,0)")).cast(sum_type)
-    return argument.cast("long") * weight
+        return f"CAST(({argument}) * CAST({weight} AS DECIMAL(10,0)) AS {sum_type.simpleString()})"
+    return f"CAST(({argument}) AS BIGINT) * {weight}"
 
 
-def _present_distinct(function: str, argument: exp.Expr) -> Column:
+def _present_distinct(function: str, argument: exp.Expr) -> str:
     """``function(DISTINCT x)`` over the rows present (weight > 0), by Spark's own function."""
     present = exp.GT(this=exp.column(WEIGHT, quoted=True), expression=exp.Literal.number(0))
     guarded = exp.Case(ifs=[exp.If(this=present, true=argument.copy())])
-    return F.expr(AggregateCall(function, guarded, distinct=True).sql())
+    return AggregateCall(function, guarded, distinct=True).sql()
+
+
+def _keys_sql(node: Aggregate) -> list[str]:
+    """The group keys, as Spark SQL over ``node``'s input."""
+    return [f"({sql_expression(key)})" for key in node.keys]
+
+
+def _state_aggregates(node: Aggregate, types: ResultTypes, change: bool) -> list[str]:
+    """``state_columns`` as aggregate expressions over ``node``'s input Z-set (SQL items)."""
+    weight = WEIGHT_SQL
+    aggregates = [f"CAST(coalesce(sum({weight}), 0) AS BIGINT) AS {_q(COUNT_COLUMN)}"]
+    for index, call in enumerate(node.calls):
+        if call.argument is None:
+            continue
+        argument = f"({sql_expression(call.argument)})"
+        sum_type = types.sums[index]
+        if call.function in ("min", "max"):
+            pick = call.function
+            present = f"{pick}(CASE WHEN {weight} > 0 THEN {argument} END)"
+            aggregates.append(f"{present} AS {_q(extreme_column(index))}")
+            if change:
+                removed = f"{pick}(CASE WHEN {weight} < 0 THEN {argument} END)"
+                aggregates.append(f"{removed} AS {_q(removed_extreme_column(index))}")
+        elif counts_values(call):
+            count = "NULL" if change else _present_distinct("count", call.argument)
+            aggregates.append(f"CAST({count} AS BIGINT) AS {_q(count_column(index))}")
+            if sum_type is not None:
+                total = "NULL" if change else _present_distinct("sum", call.argument)
+                aggregates.append(
+                    f"CAST({total} AS {sum_type.simpleString()}) AS {_q(sum_column(index))}"
+                )
+        else:
+            counted = f"coalesce(sum(CASE WHEN {argument} IS NOT NULL THEN {weight} ELSE 0 END), 0)"
+            aggregates.append(f"CAST({counted} AS BIGINT) AS {_q(count_column(index))}")
+            if sum_type is not None:
+                summed = f"sum({signed_sql(argument, weight, sum_type)})"
+                aggregates.append(
+                    f"CAST({summed} AS {sum_type.simpleString()}) AS {_q(sum_column(index))}"
+                )
+    return aggregates
+
+
+def _needs_rows(node: Aggregate, change: bool) -> bool:
+    """Whether the state reads the rows present (not only sums of weights)."""
+    return any(
+        c.function in ("min", "max") or (counts_values(c) and not change) for c in node.calls
+    )
 
 
 def group_state(
@@ -210,100 +277,95 @@ def group_state(
     as they are now), so the rows present need no consolidation. ``change``: ``zset`` is a
     change, and the state gets the deleted extremes (``removed_extreme_column``) too; the
     distinct counts and sums are then NULL (they follow from the value counters,
-    ``value_counters``, and those of the stored state).
+    ``value_counters_sql``, and those of the stored state). ``group_state_sql`` as a DataFrame.
     """
-    needs_rows = any(
-        c.function in ("min", "max") or (counts_values(c) and not change) for c in node.calls
-    )
-    rows = zset if positive or not needs_rows else consolidate(zset)
-    weight = column(WEIGHT)
-    aggregates = [F.coalesce(F.sum(weight), F.lit(0)).cast("long").alias(COUNT_COLUMN)]
-    for index, call in enumerate(node.calls):
-        if call.argument is None:
-            continue
-        argument = spark_expression(call.argument)
-        if call.function in ("min", "max"):
-            pick = F.min if call.function == "min" else F.max
-            aggregates.append(pick(F.when(weight > 0, argument)).alias(extreme_column(index)))
-            if change:
-                removed = pick(F.when(weight < 0, argument))
-                aggregates.append(removed.alias(removed_extreme_column(index)))
-        elif counts_values(call):
-            count = F.lit(None) if change else _present_distinct("count", call.argument)
-            aggregates.append(count.cast("long").alias(count_column(index)))
-            sum_type = types.sums[index]
-            if sum_type is not None:
-                total = F.lit(None) if change else _present_distinct("sum", call.argument)
-                aggregates.append(total.cast(sum_type).alias(sum_column(index)))
-        else:
-            counted = F.coalesce(F.sum(F.when(argument.isNotNull(), weight).otherwise(0)), F.lit(0))
-            aggregates.append(counted.cast("long").alias(count_column(index)))
-            sum_type = types.sums[index]
-            if sum_type is not None:
-                summed = F.sum(signed(argument, weight, sum_type)).cast(sum_type)
-                aggregates.append(summed.alias(sum_column(index)))
-    keys = [spark_expression(k).alias(key_column(i)) for i, k in enumerate(node.keys)]
-    return rows.groupBy(*keys).agg(*aggregates)
+    rows = zset if positive or not _needs_rows(node, change) else consolidate(zset)
+    keys = [F.expr(f"{k} AS {_q(key_column(i))}") for i, k in enumerate(_keys_sql(node))]
+    return rows.groupBy(*keys).agg(*(F.expr(a) for a in _state_aggregates(node, types, change)))
 
 
-def value_counters(node: Aggregate, zset: DataFrame, *, change: bool = False) -> DataFrame:
-    """The value counters of ``zset``'s groups: keys, then ``counter_columns`` — per distinct
-    argument ``x_j`` and non-null value ``v``, ``c(v) = Σ w`` over the group's rows with
-    ``x_j = v`` (a ``change``'s counters that sum to zero are left out)."""
-    arguments = distinct_arguments(node)
-    keys = [spark_expression(k).alias(key_column(i)) for i, k in enumerate(node.keys)]
-    values = [spark_expression(argument) for argument in arguments]
-    types = zset.select(*values).schema.fields
-    counters = []
-    for j, value in enumerate(values):
-        counted = zset.where(value.isNotNull()).groupBy(*keys, value.alias(value_column(j)))
-        rows = counted.agg(F.sum(column(WEIGHT)).cast("long").alias(VALUE_COUNT_COLUMN))
-        if change:
-            rows = rows.where(F.col(VALUE_COUNT_COLUMN) != 0)
-        others = [
-            (F.col(value_column(j)) if i == j else F.lit(None).cast(field.dataType)).alias(
-                value_column(i)
-            )
-            for i, field in enumerate(types)
+def group_state_sql(
+    node: Aggregate, source: str, types: ResultTypes, *, positive: bool, change: bool = False
+) -> str:
+    """``group_state`` as a Spark SQL query over ``source`` (a FROM item: ``node``'s input as a
+    Z-set, its columns ``node.child.outputs`` and the weight)."""
+    if not positive and _needs_rows(node, change):
+        source = f"({consolidated_rows(source, list(node.child.outputs))}) AS {_q('__rows')}"
+    keys = _keys_sql(node)
+    selected = [f"{k} AS {_q(key_column(i))}" for i, k in enumerate(keys)]
+    selected += _state_aggregates(node, types, change)
+    grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
+    return f"SELECT {', '.join(selected)} FROM {source}{grouped}"
+
+
+def consolidated_rows(source: str, columns: list[str]) -> str:
+    """``zset.consolidate`` of the FROM item ``source`` (its ``columns`` and the weight)."""
+    names = ", ".join(_q(c) for c in columns)
+    total = f"sum({WEIGHT_SQL})"
+    selected = f"{names}, {total}" if columns else total
+    grouped = f" GROUP BY {names}" if columns else ""
+    return f"SELECT {selected} AS {WEIGHT_SQL} FROM {source}{grouped} HAVING {total} <> 0"
+
+
+def value_counters_sql(node: Aggregate, source: str, *, change: bool = False) -> str:
+    """The value counters of the groups of ``source`` (a FROM item: ``node``'s input as a
+    Z-set), as Spark SQL: keys, then ``counter_columns`` — per distinct argument ``x_j`` and
+    non-null value ``v``, ``c(v) = Σ w`` over the group's rows with ``x_j = v`` (a
+    ``change``'s counters that sum to zero are left out). A value column of another argument
+    is an untyped NULL: the union of the arguments' rows types it."""
+    arguments = [f"({sql_expression(a)})" for a in distinct_arguments(node)]
+    keys = _keys_sql(node)
+    branches = []
+    for j, value in enumerate(arguments):
+        selected = [f"{k} AS {_q(key_column(i))}" for i, k in enumerate(keys)]
+        selected.append(f"{j + 1} AS {_q(DISTINCT_ARGUMENT_COLUMN)}")
+        selected += [
+            f"{value if i == j else 'NULL'} AS {_q(value_column(i))}" for i in range(len(arguments))
         ]
-        counters.append(
-            rows.select(
-                *(key_column(i) for i in range(len(node.keys))),
-                F.lit(j + 1).alias(DISTINCT_ARGUMENT_COLUMN),
-                *others,
-                VALUE_COUNT_COLUMN,
-            )
+        selected.append(f"CAST(sum({WEIGHT_SQL}) AS BIGINT) AS {_q(VALUE_COUNT_COLUMN)}")
+        having = f" HAVING sum({WEIGHT_SQL}) <> 0" if change else ""
+        branches.append(
+            f"SELECT {', '.join(selected)} FROM {source} WHERE {value} IS NOT NULL"
+            f" GROUP BY {', '.join([*keys, value])}{having}"
         )
-    return reduce(DataFrame.union, counters)
+    return " UNION ALL ".join(f"({branch})" for branch in branches)
 
 
-def call_values(node: Aggregate, types: ResultTypes) -> list[Column]:
-    """Each call's value from a group's state columns, named by the call's output."""
+def call_values_sql(node: Aggregate, types: ResultTypes) -> list[str]:
+    """Each call's value from a group's state columns, named by the call's output (SQL
+    items). A count's and an extreme's state column has the call's type already."""
     values = []
     for index, (call, output) in enumerate(zip(node.calls, node.call_outputs, strict=True)):
         if call.argument is None:
-            value = F.col(COUNT_COLUMN)
+            value = _q(COUNT_COLUMN)
         elif call.function in ("min", "max"):
-            value = F.col(extreme_column(index))
+            value = _q(extreme_column(index))
         elif call.function == "count":
-            value = F.col(count_column(index))
+            value = _q(count_column(index))
         else:
-            value = _sum_or_avg(call, index, types)
-        values.append(value.cast(types.calls[index]).alias(output))
+            value = (
+                f"CAST({_sum_or_avg(call, index, types)} AS {types.calls[index].simpleString()})"
+            )
+        values.append(f"{value} AS {_q(output)}")
     return values
 
 
-def _sum_or_avg(call: AggregateCall, index: int, types: ResultTypes) -> Column:
+def call_values(node: Aggregate, types: ResultTypes) -> list[Column]:
+    """``call_values_sql`` as columns."""
+    return [F.expr(value) for value in call_values_sql(node, types)]
+
+
+def _sum_or_avg(call: AggregateCall, index: int, types: ResultTypes) -> str:
     """``SUM = s`` and ``AVG = s / n`` (Spark's ``Average``: a decimal sum divided by the count
     as DECIMAL(20, 0), else both as DOUBLE), NULL while no value is counted."""
-    n, s = F.col(count_column(index)), F.col(sum_column(index))
+    n, s = _q(count_column(index)), _q(sum_column(index))
     if call.function == "sum":
         value = s
     elif isinstance(types.sums[index], T.DecimalType):
-        value = s / n.cast("decimal(20,0)")
+        value = f"{s} / CAST({n} AS DECIMAL(20,0))"
     else:
-        value = s.cast("double") / n.cast("double")
-    return F.when(n > 0, value)
+        value = f"CAST({s} AS DOUBLE) / CAST({n} AS DOUBLE)"
+    return f"CASE WHEN {n} > 0 THEN {value} END"
 
 
 def finalize(node: Aggregate, state: DataFrame, types: ResultTypes) -> DataFrame:

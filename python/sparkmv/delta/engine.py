@@ -44,6 +44,7 @@ class BaseState:
     rows: DataFrame | str  # or the qualified name of the catalog table, read when run
     change: DataFrame | None = None
     logged: DataFrame | None = None
+    read: set[str] | None = None  # the columns the change keeps (``relation.net_change``)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,12 @@ class DeltaEngine:
         """This engine with the scans' changes screened by ``screens`` (values are not
         screened: the two engines share them, and their temporary views)."""
         return DeltaEngine(self.tables, self._rules, self.views, screens, self._values)
+
+    def with_tables(self, tables: Mapping[str, BaseState]) -> DeltaEngine:
+        """This engine over ``tables`` (the same rows, their changes read otherwise, e.g.
+        observed): values as of NEW, which read rows only, are kept."""
+        values = {key: known for key, known in self._values.items() if key[1] is Version.NEW}
+        return DeltaEngine(tables, self._rules, self.views, self.screens, values)
 
     def relation(self, frame: DataFrame) -> Relation:
         """A DataFrame rule's result as a relation."""

@@ -108,3 +108,26 @@ def consolidated_sql(relation: Relation, columns: list[str]) -> str:
         f"SELECT {selected} AS {WEIGHT_SQL} FROM {relation.subquery('c')}{grouped}"
         f" HAVING {total} <> 0"
     )
+
+
+def net_change(logged: DataFrame, read: set[str] | None) -> DataFrame:
+    """A base table's net change ΔR from its ``logged`` rows (a Z-set): consolidated, with
+    the columns the view does not read (``read``; None: all are read) set to NULL first, so
+    that an update's pre- and post-image that differ only there cancel (a readily ignorable
+    update, Hanson §1 after Buneman–Clemons). One SQL statement."""
+    spark = logged.sparkSession
+    wanted = None if read is None else {name.lower() for name in read}  # names ignore case
+    fields = [field for field in logged.schema.fields if field.name != WEIGHT]
+    columns = [
+        quote_identifier(field.name)
+        if wanted is None or field.name.lower() in wanted
+        else f"CAST(NULL AS {field.dataType.simpleString()}) AS {quote_identifier(field.name)}"
+        for field in fields
+    ]
+    views = TempViews(spark)
+    try:
+        selected = ", ".join([*columns, WEIGHT_SQL])
+        rows = Relation(views, sql=f"SELECT {selected} FROM {views.name_of(logged)}")
+        return spark.sql(consolidated_sql(rows, [field.name for field in fields]))
+    finally:
+        views.drop()

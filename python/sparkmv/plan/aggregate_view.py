@@ -15,21 +15,25 @@ A refresh merges each changed group's stored state with the state of the change
 counters likewise (``c_new = c_old + Δc``; a distinct count or sum changes by the values
 whose counter crosses zero), and recomputes from ``Q_new`` only the groups whose extreme may
 have been deleted.
+
+Every DataFrame here is one Spark SQL query (``DeltaEngine.query``) over the refresh's
+relations and temporary views: built column by column through the DataFrame API, each
+column, alias and select is a py4j round trip and a new analysis of the plan (a merge cost
+about 1,700 round trips, now a handful).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import reduce
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from sparkmv.analyze.relational import Aggregate, Filter, Node, Project
 from sparkmv.apply.snapshot import VISIBLE_COLUMN, storage_columns
 from sparkmv.delta import aggregate as agg
-from sparkmv.delta.engine import DeltaEngine, Version, spark_expression
+from sparkmv.delta.engine import DeltaEngine, Version, sql_expression
+from sparkmv.parse.statements import quote_identifier as q
 from sparkmv.zset import COUNT_COLUMN
 
 KIND = agg.DISTINCT_ARGUMENT_COLUMN
@@ -37,6 +41,25 @@ KIND = agg.DISTINCT_ARGUMENT_COLUMN
 OLD = "old_"  # prefix of a stored group's previous state and visible columns in a merge
 CHANGE = "delta_"  # prefix of the change's state columns in a merge
 RECOMPUTE = "__recompute"
+
+
+def _items(names: list[str], prefix: str = "") -> list[str]:
+    """A select list's items: the (quoted) columns ``names``, qualified by ``prefix``."""
+    return [prefix + q(name) for name in names]
+
+
+def _nulls(names: list[str]) -> list[str]:
+    """Untyped NULLs named ``names`` (a UNION ALL types them from its other branches)."""
+    return [f"NULL AS {q(name)}" for name in names]
+
+
+def _select(items: list[str]) -> str:
+    return ", ".join(items)
+
+
+def _all(conditions: list[str]) -> str:
+    """The conjunction of ``conditions`` (TRUE when there are none)."""
+    return " AND ".join(conditions) if conditions else "TRUE"
 
 
 @dataclass(frozen=True)
@@ -60,18 +83,23 @@ class AggregateView:
     def counters(self) -> list[str]:
         return agg.counter_columns(self.aggregate)
 
+    @property
+    def visible(self) -> list[str]:
+        """The visible columns ``c0 …``."""
+        return storage_columns(len(self.project.outputs))
+
     def storage(self) -> list[str]:
         """The stored columns, in order."""
-        visible = storage_columns(len(self.project.outputs))
-        return [*visible, VISIBLE_COLUMN, *self.keys, *self.state, *self.counters]
+        return [*self.visible, VISIBLE_COLUMN, *self.keys, *self.state, *self.counters]
 
-    def kept(self) -> Column:
+    def kept_sql(self) -> str:
         """Whether a merged row stays stored: a group while its ``COUNT(*)`` is positive (a
-        global aggregate's row always), a value counter while its count is."""
-        group = F.col(COUNT_COLUMN) > 0 if self.aggregate.keys else F.lit(True)
+        global aggregate's row always), a value counter while its count is (Spark SQL)."""
+        group = f"{q(COUNT_COLUMN)} > 0" if self.aggregate.keys else "TRUE"
         if not self.counters:
             return group
-        return F.when(F.col(KIND) == 0, group).otherwise(F.col(agg.VALUE_COUNT_COLUMN) > 0)
+        count = q(agg.VALUE_COUNT_COLUMN)
+        return f"CASE WHEN {q(KIND)} = 0 THEN {group} ELSE {count} > 0 END"
 
     def types(self, engine: DeltaEngine) -> agg.ResultTypes:
         """The calls' result types (each probe is a Spark analysis: asked once per engine)."""
@@ -83,66 +111,78 @@ class AggregateView:
     def stored_rows(self, engine: DeltaEngine) -> DataFrame:
         """Every group's stored row, from the input as it is now (a full refresh)."""
         types = self.types(engine)
-        child = engine.evaluate(self.aggregate.child, Version.NEW)
-        state = agg.group_state(self.aggregate, child, types, positive=True)
-        rows = self.with_visible(state, types)
-        if not self.counters:
-            return rows
-        return _with_counters(rows, agg.value_counters(self.aggregate, child))
+        child = engine.value(self.aggregate.child, Version.NEW).subquery("r")
+        state = agg.group_state_sql(self.aggregate, child, types, positive=True)
+        rows = self.with_visible_sql(f"({state}) AS {q('s')}", types)
+        if self.counters:
+            counters = f"({agg.value_counters_sql(self.aggregate, child)}) AS {q('v')}"
+            rows = f"{rows} UNION ALL {self._counter_rows(counters)}"
+        return engine.query(rows).frame
 
     def state_change(self, engine: DeltaEngine) -> DataFrame:
         """The state of the input's change, per changed group (with deleted extremes), and
         the change of its value counters (rows of ``mv_distinct`` > 0)."""
-        change = engine.delta(self.aggregate.child)
+        node = self.aggregate
+        change = engine.change(node.child).subquery("d")
         types = self.types(engine)
-        state = agg.group_state(self.aggregate, change, types, positive=False, change=True)
+        state = agg.group_state_sql(node, change, types, positive=False, change=True)
         if not self.counters:
-            return state
-        state = state.select(*state.columns, *self._no_counter(types))
-        counters = agg.value_counters(self.aggregate, change, change=True)
-        return state.unionByName(counters, allowMissingColumns=True)
+            return engine.query(state).frame
+        columns = agg.state_columns(node, change=True)
+        counters = agg.value_counters_sql(node, change, change=True)
+        groups = f"SELECT *, {_select(self._no_counter())} FROM ({state}) AS {q('s')}"
+        values = [*_items(self.keys), *_nulls(columns), *_items(self.counters)]
+        counted = f"SELECT {_select(values)} FROM ({counters}) AS {q('v')}"
+        return engine.query(f"{groups} UNION ALL {counted}").frame
 
-    def _no_counter(self, types: agg.ResultTypes) -> list[Column]:
-        """A group's row's counter columns: ``mv_distinct`` 0, the others NULL."""
+    def _no_counter(self) -> list[str]:
+        """A group's row's counter columns: ``mv_distinct`` 0, the others NULL (SQL items;
+        the values' NULLs are typed by the counters' rows they are united with)."""
         if not self.counters:
             return []
-        values = [
-            F.lit(None).cast(t).alias(agg.value_column(j)) for j, t in enumerate(types.values)
-        ]
+        values = [agg.value_column(j) for j in range(len(self.counters) - 2)]
         return [
-            F.lit(0).alias(KIND),
-            *values,
-            F.lit(None).cast("long").alias(agg.VALUE_COUNT_COLUMN),
+            f"0 AS {q(KIND)}",
+            *_nulls(values),
+            f"CAST(NULL AS BIGINT) AS {q(agg.VALUE_COUNT_COLUMN)}",
         ]
 
-    def with_visible(
-        self, state: DataFrame, types: agg.ResultTypes, carry: tuple[str, ...] = ()
-    ) -> DataFrame:
-        """``state`` (keys and state columns) as stored rows: the visible columns first,
-        then the storage's hidden columns, then the columns ``carry`` of ``state``."""
+    def _counter_rows(self, counters: str, carry: list[str] | None = None) -> str:
+        """The value counters of the FROM item ``counters`` as stored rows: not visible, the
+        group's other columns NULL, then ``carry`` (items)."""
+        items = [
+            *_nulls(self.visible),
+            f"FALSE AS {q(VISIBLE_COLUMN)}",
+            *_items(self.keys),
+            *_nulls(self.state),
+            *_items(self.counters),
+            *(carry or []),
+        ]
+        return f"SELECT {_select(items)} FROM {counters}"
+
+    def with_visible_sql(
+        self, state: str, types: agg.ResultTypes, carry: tuple[str, ...] = ()
+    ) -> str:
+        """The FROM item ``state`` (keys and state columns) as stored rows: the visible
+        columns first, then the storage's hidden columns, then the columns ``carry`` of
+        ``state`` (a Spark SQL query)."""
         node = self.aggregate
-        keys = [F.col(k).alias(o) for k, o in zip(self.keys, node.key_outputs, strict=True)]
-        rows = state.select(*state.columns, *keys, *agg.call_values(node, types))
-        exists = F.col(COUNT_COLUMN) > 0 if node.keys else F.lit(True)
+        keys = [f"{q(k)} AS {q(o)}" for k, o in zip(self.keys, node.key_outputs, strict=True)]
+        values = _select(["*", *keys, *agg.call_values_sql(node, types)])
+        exists = f"{q(COUNT_COLUMN)} > 0" if node.keys else "TRUE"
         if self.having is not None:
-            exists = exists & F.coalesce(spark_expression(self.having), F.lit(False))
-        rows = rows.withColumn(VISIBLE_COLUMN, exists)
+            exists = f"{exists} AND coalesce(({sql_expression(self.having)}), FALSE)"
         # CASE WHEN: a hidden group's expressions are not evaluated (they may fail, e.g. a
         # division by a zero count, exactly where the query's HAVING would not evaluate them).
         visible = [
-            F.when(F.col(VISIBLE_COLUMN), spark_expression(e)).alias(c)
-            for e, c in zip(
-                self.project.expressions,
-                storage_columns(len(self.project.outputs)),
-                strict=True,
-            )
+            f"CASE WHEN {q(VISIBLE_COLUMN)} THEN ({sql_expression(e)}) END AS {q(c)}"
+            for e, c in zip(self.project.expressions, self.visible, strict=True)
         ]
-        hidden = [VISIBLE_COLUMN, *self.keys, *self.state]
-        return rows.select(
-            *visible,
-            *(F.col(c) for c in hidden),
-            *self._no_counter(types),
-            *(F.col(c) for c in carry),
+        hidden = _items([VISIBLE_COLUMN, *self.keys, *self.state])
+        items = [*visible, *hidden, *self._no_counter(), *_items(list(carry))]
+        return (
+            f"SELECT {_select(items)} FROM (SELECT *, ({exists}) AS {q(VISIBLE_COLUMN)}"
+            f" FROM (SELECT {values} FROM {state}) AS {q('a')}) AS {q('b')}"
         )
 
     def merged(
@@ -152,173 +192,217 @@ class AggregateView:
         ``change`` (``state_change``), with the previous visible columns (prefix ``old_``)
         for counting what the view shows differently; ``extra`` columns (the bucket) are
         group-wise constant and carried along; value counters (``mv_distinct`` > 0) are
-        merged rows of their own."""
-        types = self.types(engine)
-        counters = None
-        if self.counters:
-            is_group = F.col(KIND) == 0
-            counters = self._merge_counters(stored.where(~is_group), change.where(~is_group), extra)
-            stored = stored.where(is_group)
-            change = change.where(is_group).drop(*self.counters)
-            change = change.unionByName(
-                self._transitions(counters, extra, types), allowMissingColumns=True
-            )
-        groups = self._merge_states(stored, change, extra, types)
-        kept = groups.where(~F.col(RECOMPUTE))
-        recompute = groups.where(F.col(RECOMPUTE))
-        redone = self._recomputed(recompute, engine, types)
-        old_columns = [c for c in groups.columns if c.startswith(OLD)]
-        carried = [*self.keys, *extra, *old_columns]
-        state = kept.select(*carried, *self.state).unionByName(redone.select(*carried, *self.state))
-        rows = self.with_visible(state, types, (*extra, *old_columns))
-        return rows if counters is None else _with_counters(rows, counters)
+        merged rows of their own. One Spark SQL query (``merged_sql``)."""
+        sql = self.merged_sql(engine.view_of(stored), engine.view_of(change), engine, extra)
+        return engine.query(sql).frame
 
-    def _merge_counters(self, stored: DataFrame, change: DataFrame, extra: list[str]) -> DataFrame:
+    def merged_sql(self, stored: str, change: str, engine: DeltaEngine, extra: list[str]) -> str:
+        """``merged`` as Spark SQL over the (quoted) relations ``stored`` and ``change``."""
+        types = self.types(engine)
+        steps: dict[str, str] = {}  # the query's CTEs, in order
+        group_rows = ""
+        old_columns = [OLD + c for c in self._previous()]
+        if self.counters:
+            steps["counters"] = self._merge_counters(stored, change, extra)
+            steps["transitions"] = self._transitions("counters", extra, types)
+            group_rows = f" WHERE {q(KIND)} = 0"
+        steps["groups"] = self._merge_states(stored, change, extra, types, group_rows)
+        steps["states"] = self._new_state("groups", extra, types)
+        state = self._recomputed("states", engine, extra, types, steps)
+        steps["state"] = state
+        carry = (*extra, *old_columns)
+        rows = self.with_visible_sql(q("state"), types, carry)
+        if self.counters:
+            count = agg.VALUE_COUNT_COLUMN
+            old = [*_items(extra), *_nulls(old_columns), q(OLD + count)]
+            counters = self._counter_rows(q("counters"), old)
+            groups = f"SELECT *, CAST(NULL AS BIGINT) AS {q(OLD + count)} FROM ({rows}) AS {q('g')}"
+            rows = f"{groups} UNION ALL {counters}"
+        ctes = ", ".join(f"{q(name)} AS ({sql})" for name, sql in steps.items())
+        return f"WITH {ctes} {rows}"
+
+    def _merge_counters(self, stored: str, change: str, extra: list[str]) -> str:
         """Each value counter of the touched groups: ``c_new = c_old + Δc``, with ``c_old``
         as ``old_mv_vn``."""
         count = agg.VALUE_COUNT_COLUMN
-        key = [*self.keys, *extra, *self.counters[:-1]]  # ... mv_distinct, mv_v…
-        zero = F.lit(0).cast("long")
-        old = stored.select(*key, F.col(count).alias(OLD + count), zero.alias(CHANGE + count))
-        new = change.select(*key, zero.alias(OLD + count), F.col(count).alias(CHANGE + count))
-        sums = [F.sum(c).alias(c) for c in (OLD + count, CHANGE + count)]
-        merged = old.unionByName(new).groupBy(*key).agg(*sums)
-        return merged.select(
-            *key, OLD + count, (F.col(OLD + count) + F.col(CHANGE + count)).alias(count)
+        key = _select(_items([*self.keys, *extra, *self.counters[:-1]]))  # …, mv_distinct, mv_v…
+        old, delta = q(OLD + count), q(CHANGE + count)
+        zero = "CAST(0 AS BIGINT)"
+        sides = (
+            f"SELECT {key}, {q(count)} AS {old}, {zero} AS {delta} FROM {stored}"
+            f" WHERE {q(KIND)} <> 0 UNION ALL"
+            f" SELECT {key}, {zero} AS {old}, {q(count)} AS {delta} FROM {change}"
+            f" WHERE {q(KIND)} <> 0"
+        )
+        return (
+            f"SELECT {key}, sum({old}) AS {old}, sum({old}) + sum({delta}) AS {q(count)}"
+            f" FROM ({sides}) AS {q('c')} GROUP BY {key}"
         )
 
-    def _transitions(
-        self, counters: DataFrame, extra: list[str], types: agg.ResultTypes
-    ) -> DataFrame:
+    def _transitions(self, counters: str, extra: list[str], types: agg.ResultTypes) -> str:
         """Per group of ``counters`` (``_merge_counters``), the change of its distinct counts
         and sums: with ``t(v) = [c_new(v) > 0] − [c_old(v) > 0]``, ``Δn = Σ t(v)`` and
         ``Δs = Σ v·t(v)`` over the values of the call's argument."""
         count = agg.VALUE_COUNT_COLUMN
-        present_now = F.when(F.col(count) > 0, 1).otherwise(0)
-        present_before = F.when(F.col(OLD + count) > 0, 1).otherwise(0)
-        crossing = (present_now - present_before).cast("long")
+        present_now = f"CASE WHEN {q(count)} > 0 THEN 1 ELSE 0 END"
+        present_before = f"CASE WHEN {q(OLD + count)} > 0 THEN 1 ELSE 0 END"
+        crossing = f"CAST(({present_now}) - ({present_before}) AS BIGINT)"
         changes = []
         for index, call in enumerate(self.aggregate.calls):
             if not agg.counts_values(call):
                 continue
             j = agg.distinct_argument_of(self.aggregate, call)
-            mine = F.col(KIND) == j + 1
-            counted = F.sum(F.when(mine, crossing).otherwise(0)).cast("long")
-            changes.append(counted.alias(agg.count_column(index)))
+            mine = f"{q(KIND)} = {j + 1}"
+            counted = f"CAST(sum(CASE WHEN {mine} THEN {crossing} ELSE 0 END) AS BIGINT)"
+            changes.append(f"{counted} AS {q(agg.count_column(index))}")
             sum_type = types.sums[index]
             if sum_type is not None:
-                value = agg.signed(F.col(agg.value_column(j)), crossing, sum_type)
-                summed = F.coalesce(F.sum(F.when(mine, value)), F.lit(0)).cast(sum_type)
-                changes.append(summed.alias(agg.sum_column(index)))
-        return counters.groupBy(*self.keys, *extra).agg(*changes)
+                value = agg.signed_sql(q(agg.value_column(j)), f"({crossing})", sum_type)
+                summed = f"coalesce(sum(CASE WHEN {mine} THEN {value} END), 0)"
+                changes.append(
+                    f"CAST({summed} AS {sum_type.simpleString()}) AS {q(agg.sum_column(index))}"
+                )
+        group = _select(_items([*self.keys, *extra]))
+        return f"SELECT {group}, {_select(changes)} FROM {q(counters)} GROUP BY {group}"
 
     def _merge_states(
-        self, stored: DataFrame, change: DataFrame, extra: list[str], types: agg.ResultTypes
-    ) -> DataFrame:
-        """One row per group: the previous state and visible columns (``old_…``, NULL for a
-        new group), the new state of counters, sums and extremes, and whether the group must
-        be recomputed."""
-        previous = [*self.state, *storage_columns(len(self.project.outputs)), VISIBLE_COLUMN]
-        change_columns = [c for c in change.columns if c not in self.keys and c not in extra]
-        old_rows = stored.select(
-            *self.keys,
-            *extra,
-            *(F.col(c).alias(OLD + c) for c in previous),
-            *(
-                F.lit(None).cast(change.schema[c].dataType).alias(CHANGE + c)
-                for c in change_columns
-            ),
-        )
-        new_rows = change.select(
-            *self.keys,
-            *extra,
-            *(F.lit(None).cast(stored.schema[c].dataType).alias(OLD + c) for c in previous),
-            *(F.col(c).alias(CHANGE + c) for c in change_columns),
-        )
+        self, stored: str, change: str, extra: list[str], types: agg.ResultTypes, where: str
+    ) -> str:
+        """One row per group (its rows in ``stored`` and ``change`` selected by ``where``,
+        and its ``transitions`` with value counters): the previous state and visible columns
+        (``old_…``, NULL for a new group) and the change's state columns (``delta_…``)."""
+        previous = self._previous()
+        change_columns = agg.state_columns(self.aggregate, change=True)
+        group = _items([*self.keys, *extra])
+        old_rows = [
+            *group,
+            *(f"{q(c)} AS {q(OLD + c)}" for c in previous),
+            *_nulls([CHANGE + c for c in change_columns]),
+        ]
+        new_rows = [
+            *group,
+            *_nulls([OLD + c for c in previous]),
+            *(f"{q(c)} AS {q(CHANGE + c)}" for c in change_columns),
+        ]
+        sides = [
+            f"SELECT {_select(old_rows)} FROM {stored}{where}",
+            f"SELECT {_select(new_rows)} FROM {change}{where}",
+        ]
+        if self.counters:
+            transitions = self._distinct_state()
+            counted = [
+                *group,
+                *_nulls([OLD + c for c in previous]),
+                *(
+                    f"{q(c)} AS {q(CHANGE + c)}" if c in transitions else f"NULL AS {q(CHANGE + c)}"
+                    for c in change_columns
+                ),
+            ]
+            sides.append(f"SELECT {_select(counted)} FROM {q('transitions')}")
         values = [OLD + c for c in previous] + [CHANGE + c for c in change_columns]
-        groups = old_rows.unionByName(new_rows).groupBy(*self.keys, *extra)
-        # One stored row and at most one change row per group: first(…, ignorenulls) picks
-        # each side's value.
-        merged = groups.agg(*(F.first(c, ignorenulls=True).alias(c) for c in values))
-        return merged.select(
-            *self.keys, *extra, *(OLD + c for c in previous), *self._new_state(types)
+        # One stored row and at most one change row per group (and its transitions, whose
+        # columns the change row leaves NULL): first(…, ignorenulls) picks each side's value.
+        firsts = [f"first({q(c)}, TRUE) AS {q(c)}" for c in values]
+        union = " UNION ALL ".join(sides)
+        return (
+            f"SELECT {_select([*group, *firsts])} FROM ({union}) AS {q('u')}"
+            f" GROUP BY {_select(group)}"
         )
 
-    def _new_state(self, types: agg.ResultTypes) -> list[Column]:
+    def _distinct_state(self) -> set[str]:
+        """The state columns of the calls maintained from value counters."""
+        columns = set()
+        for index, call in enumerate(self.aggregate.calls):
+            if agg.counts_values(call):
+                columns.add(agg.count_column(index))
+                columns.add(agg.sum_column(index))
+        return columns
+
+    def _new_state(self, groups: str, extra: list[str], types: agg.ResultTypes) -> str:
         """``state_old + state(Δ)`` per state column (for a distinct count or sum, ``Δ`` is
         its ``_transitions``), and the recompute flag (a changed group whose extreme may be
-        deleted)."""
-        zero = F.lit(0)
+        deleted), per group of ``groups`` (``_merge_states``)."""
 
-        def both(name: str) -> tuple[Column, Column]:
-            return F.col(OLD + name), F.col(CHANGE + name)
+        def both(name: str) -> tuple[str, str]:
+            return q(OLD + name), q(CHANGE + name)
 
-        old_count, delta_count = both(COUNT_COLUMN)
-        columns = [
-            (F.coalesce(old_count, zero) + F.coalesce(delta_count, zero)).alias(COUNT_COLUMN)
-        ]
-        recompute: list[Column] = []
+        def total(name: str) -> str:
+            old, change = both(name)
+            return f"coalesce({old}, 0) + coalesce({change}, 0)"
+
+        columns = [f"{total(COUNT_COLUMN)} AS {q(COUNT_COLUMN)}"]
+        recompute: list[str] = []
         for index, call in enumerate(self.aggregate.calls):
             if call.argument is None:
                 continue
             if call.function in ("min", "max"):
                 old, inserted = both(agg.extreme_column(index))
-                removed = F.col(CHANGE + agg.removed_extreme_column(index))
-                closer = F.least if call.function == "min" else F.greatest
-                beyond = removed <= old if call.function == "min" else removed >= old
-                recompute.append(removed.isNotNull() & (old.isNull() | beyond))
-                columns.append(closer(old, inserted).alias(agg.extreme_column(index)))
+                removed = q(CHANGE + agg.removed_extreme_column(index))
+                closer = "least" if call.function == "min" else "greatest"
+                beyond = f"{removed} <= {old}" if call.function == "min" else f"{removed} >= {old}"
+                recompute.append(f"({removed} IS NOT NULL AND ({old} IS NULL OR {beyond}))")
+                extreme = q(agg.extreme_column(index))
+                columns.append(f"{closer}({old}, {inserted}) AS {extreme}")
             else:
                 name = agg.count_column(index)
-                old, change = both(name)
-                columns.append((F.coalesce(old, zero) + F.coalesce(change, zero)).alias(name))
+                columns.append(f"{total(name)} AS {q(name)}")
                 if call.function in ("sum", "avg"):
                     name = agg.sum_column(index)
-                    old, change = both(name)
-                    total = F.coalesce(old, zero) + F.coalesce(change, zero)
                     sum_type = types.sums[index]
                     assert sum_type is not None  # SUM and AVG keep their sum
-                    columns.append(total.cast(sum_type).alias(name))
-        flag = reduce(lambda a, b: a | b, recompute, F.lit(False))
-        return [*columns, F.coalesce(flag, F.lit(False)).alias(RECOMPUTE)]
+                    columns.append(f"CAST({total(name)} AS {sum_type.simpleString()}) AS {q(name)}")
+        flag = " OR ".join(["FALSE", *recompute])
+        previous = [OLD + c for c in self._previous()]
+        items = [
+            *_items([*self.keys, *extra, *previous]),
+            *columns,
+            f"coalesce({flag}, FALSE) AS {q(RECOMPUTE)}",
+        ]
+        return f"SELECT {_select(items)} FROM {q(groups)}"
 
     def _recomputed(
-        self, groups: DataFrame, engine: DeltaEngine, types: agg.ResultTypes
-    ) -> DataFrame:
-        """``groups`` (keys and carried columns) with their state recomputed from the input
-        as it is now; a group without rows any more gets a zero count."""
+        self,
+        states: str,
+        engine: DeltaEngine,
+        extra: list[str],
+        types: agg.ResultTypes,
+        steps: dict[str, str],
+    ) -> str:
+        """The groups of ``states`` (``_new_state``: keys, carried columns, state and the
+        flag) with the flagged ones' state recomputed from the input as it is now (a group
+        without rows any more gets a zero count); adds the CTEs it reads to ``steps``."""
         node = self.aggregate
-        child = engine.evaluate(node.child, Version.NEW)
+        carried_names = [*self.keys, *extra, *(OLD + c for c in self._previous())]
+        carried = _items(carried_names)
+        kept = f"SELECT {_select([*carried, *_items(self.state)])} FROM {q(states)}"
+        if not any(call.function in ("min", "max") for call in node.calls):
+            return kept  # no extreme: no group is ever recomputed
+        child = engine.value(node.child, Version.NEW).subquery("r")
         if node.keys:
+            redo = f"(SELECT {_select(_items(self.keys))} FROM {q(states)} WHERE {q(RECOMPUTE)})"
             same = [
-                spark_expression(key).eqNullSafe(F.col(k))
+                f"({sql_expression(key)}) <=> {q('g')}.{q(k)}"
                 for key, k in zip(node.keys, self.keys, strict=True)
             ]
-            child = child.join(
-                groups.select(*self.keys), reduce(lambda a, b: a & b, same), "left_semi"
-            )
-        state = agg.group_state(node, child, types, positive=True)
-        renamed = state.select(*(F.col(c).alias("__r_" + c) for c in state.columns))
-        condition = reduce(
-            lambda a, b: a & b,
-            [F.col(k).eqNullSafe(F.col("__r_" + k)) for k in self.keys],
-            F.lit(True),
-        )
-        joined = groups.drop(*self.state).join(renamed, condition, "left")
+            child = f"{child} LEFT SEMI JOIN {redo} AS {q('g')} ON {_all(same)}"
+            child = f"(SELECT {q('r')}.* FROM {child}) AS {q('rows')}"
+        steps["recomputed"] = agg.group_state_sql(node, child, types, positive=True)
+        condition = _all([f"{q('s')}.{q(k)} <=> {q('n')}.{q(k)}" for k in self.keys])
         recomputed = [
-            (
-                F.coalesce(F.col("__r_" + c), F.lit(0)) if c == COUNT_COLUMN else F.col("__r_" + c)
-            ).alias(c)
+            (f"coalesce({q('n')}.{q(c)}, 0)" if c == COUNT_COLUMN else f"{q('n')}.{q(c)}")
+            + f" AS {q(c)}"
             for c in self.state
         ]
-        return joined.select(*(c for c in groups.columns if c not in self.state), *recomputed)
+        carried_s = _items(carried_names, f"{q('s')}.")
+        redone = (
+            f"SELECT {_select([*carried_s, *recomputed])} FROM {q(states)} AS {q('s')}"
+            f" LEFT JOIN {q('recomputed')} AS {q('n')} ON {condition} WHERE {q('s')}.{q(RECOMPUTE)}"
+        )
+        return f"{kept} WHERE NOT {q(RECOMPUTE)} UNION ALL {redone}"
 
-
-def _with_counters(groups: DataFrame, counters: DataFrame) -> DataFrame:
-    """The groups' stored rows, then the value counters' (not visible; the group's other
-    columns NULL)."""
-    hidden = counters.withColumn(VISIBLE_COLUMN, F.lit(False))
-    return groups.unionByName(hidden, allowMissingColumns=True)
+    def _previous(self) -> list[str]:
+        """The columns a merge carries from a group's stored row (prefixed ``old_``)."""
+        return [*self.state, *self.visible, VISIBLE_COLUMN]
 
 
 def aggregate_view(root: Node | None) -> AggregateView | None:

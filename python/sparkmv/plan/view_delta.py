@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from functools import reduce
+from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
@@ -28,13 +28,13 @@ from sparkmv.analyze.query import ParsedQuery
 from sparkmv.analyze.relational import Node, NotMaintainableError, Scan, walk
 from sparkmv.apply.aggregate import group_merge
 from sparkmv.apply.incremental import Merge, row_merge
-from sparkmv.apply.snapshot import storage_columns
+from sparkmv.apply.snapshot import observed_metrics, storage_columns
 from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
 from sparkmv.delta.aggregate import distinct_arguments
-from sparkmv.delta.engine import BaseState, DeltaEngine, Version, spark_expression
-from sparkmv.delta.relation import Relation, consolidated_sql, renamed_sql
+from sparkmv.delta.engine import BaseState, DeltaEngine, Version, sql_expression
+from sparkmv.delta.relation import Relation, consolidated_sql, net_change, renamed_sql
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
 from sparkmv.parse.statements import TableName
@@ -110,9 +110,10 @@ def checked_maintainability(
 ) -> Maintainability:
     """``maintainability_of`` for a view whose check passed for these ``schemas`` (same
     ``schemas_key``): the analysis alone, which only needs the tables' column names. The
-    type check would build the whole query's DataFrame over the base tables again."""
+    type check would build the whole query's DataFrame over the base tables again, and
+    Spark's plan, analyzed over the same schemas, is the one that passed."""
     columns = {table: tuple(schema.fieldNames()) for table, schema in schemas.items()}
-    return analyze_maintainability(query, database, data, columns)
+    return analyze_maintainability(query, database, data, columns, check_plan=False)
 
 
 def _types(types: list[T.DataType]) -> str:
@@ -195,10 +196,9 @@ def irrelevance_screens(
     return irrelevance_filters(maintained.root, leaf_types, exact_arithmetic=ansi)
 
 
-def skipped_rows(root: Node, engine: DeltaEngine) -> dict[str, int]:
-    """How many logged changed rows no occurrence of their table in ``root`` keeps (rows
-    as logged: an update is two); one Spark job over the changes' files, none without
-    screens."""
+def screened_scans(root: Node, engine: DeltaEngine) -> dict[str, list[exp.Expr]]:
+    """Per base table every occurrence of which in ``root`` is screened, the screens: a
+    logged row of it that passes none of them cannot affect the view (it is skipped)."""
     screens: dict[str, list[exp.Expr]] = {}
     unscreened: set[str] = set()
     for node in walk(root):
@@ -208,13 +208,56 @@ def skipped_rows(root: Node, engine: DeltaEngine) -> dict[str, int]:
                 unscreened.add(node.table)  # this occurrence keeps every row
             else:
                 screens.setdefault(node.table, []).append(screen)
-    counts = [
-        logged.where(~F.coalesce(spark_expression(exp.or_(*tests)), F.lit(False))).select(
-            F.lit(table).alias("table"), F.count(F.lit(1)).alias("skipped")
-        )
-        for table, tests in screens.items()
-        if (logged := engine.tables[table].logged) is not None and table not in unscreened
-    ]
-    if not counts:
-        return {}
-    return {str(row[0]): int(row[1]) for row in reduce(DataFrame.union, counts).collect()}
+    return {table: tests for table, tests in screens.items() if table not in unscreened}
+
+
+def _skipped_sql(tests: list[exp.Expr]) -> str:
+    """Whether a logged row passes none of ``tests`` (an unknown outcome passes)."""
+    return f"NOT coalesce({sql_expression(exp.or_(*tests))}, FALSE)"
+
+
+@dataclass(frozen=True)
+class SkippedRows:
+    """Counts, per base table, of the logged changed rows no occurrence of the table in the
+    view keeps (rows as logged: an update is two), observed while the refresh's first job
+    reads the changes: no job of its own (``observed``)."""
+
+    observations: dict[str, Observation]
+    screens: dict[str, list[exp.Expr]]
+
+    @classmethod
+    def observed(cls, root: Node, engine: DeltaEngine) -> tuple[SkippedRows, DeltaEngine]:
+        """The counts to observe, and ``engine`` with each screened table's logged rows
+        observed (its change recomputed from them, as ``consolidate`` would)."""
+        screens = screened_scans(root, engine)
+        observations: dict[str, Observation] = {}
+        tables = dict(engine.tables)
+        for index, (table, tests) in enumerate(sorted(screens.items())):
+            state = tables[table]
+            if state.logged is None or state.change is None:
+                continue
+            observation = Observation(f"sparkmv_skipped_{index}")
+            counted = F.expr(f"coalesce(sum(CAST({_skipped_sql(tests)} AS BIGINT)), 0) AS skipped")
+            logged = state.logged.observe(observation, counted)
+            tables[table] = BaseState(
+                state.rows, net_change(logged, state.read), logged, state.read
+            )
+            observations[table] = observation
+        return cls(observations, screens), engine.with_tables(tables)
+
+    def counts(self, engine: DeltaEngine) -> dict[str, int]:
+        """The counts, once the changes were read; a count whose observation got no metrics
+        (Spark pruned the plan that read the change) is counted by a job instead."""
+        counts: dict[str, int] = {}
+        for table, observation in self.observations.items():
+            found = observed_metrics(observation, ("skipped",))
+            if found is None:
+                found = {"skipped": _count_skipped(engine, table, self.screens[table])}
+            counts[table] = found["skipped"]
+        return counts
+
+
+def _count_skipped(engine: DeltaEngine, table: str, tests: list[exp.Expr]) -> int:
+    logged = engine.tables[table].logged
+    assert logged is not None
+    return int(logged.where(_skipped_sql(tests)).count())

@@ -84,7 +84,7 @@ object CatalogBridge {
       db: String,
       name: String,
       viewText: String,
-      setProperties: java.util.Map[String, String]): Unit = {
+      setPropertiesJson: String): Unit = {
     val catalog = spark.sessionState.catalog
     val ident = TableIdentifier(name, Some(db))
     val current = catalog.getTableMetadata(ident)
@@ -92,7 +92,7 @@ object CatalogBridge {
       current.copy(
         viewText = Some(viewText),
         viewOriginalText = Some(viewText),
-        properties = current.properties ++ setProperties.asScala))
+        properties = current.properties ++ stringMap(setPropertiesJson)))
     catalog.refreshTable(ident)
   }
 
@@ -105,16 +105,16 @@ object CatalogBridge {
       spark: SparkSession,
       db: String,
       name: String,
-      setProperties: java.util.Map[String, String],
-      unsetKeys: java.util.List[String]): Unit = {
+      setPropertiesJson: String,
+      unsetKeysJson: String): Unit = {
     val catalog = spark.sessionState.catalog
     val ident = TableIdentifier(name, Some(db))
     val current = catalog.getTableRawMetadata(ident)
-    val unset = unsetKeys.asScala.toSet
+    val unset = json.readTree(unsetKeysJson).elements().asScala.map(_.asText()).toSet
     catalog.alterTable(
       current.copy(properties =
         current.properties.filter { case (key, _) => !unset.contains(key) } ++
-          setProperties.asScala))
+          stringMap(setPropertiesJson)))
     catalog.invalidateCachedTable(ident)
   }
 
@@ -184,6 +184,10 @@ object CatalogBridge {
     }
     catalog.refreshTable(ident)
   }
+
+  /** A JSON object of strings (py4j would send a Python dict one entry per round trip). */
+  private def stringMap(text: String): Map[String, String] =
+    json.readTree(text).fields().asScala.map(e => e.getKey -> e.getValue.asText()).toMap
 
   private val json = new com.fasterxml.jackson.databind.ObjectMapper()
 }

@@ -7,6 +7,8 @@ import scala.collection.mutable.ArrayBuffer
 import org.apache.commons.io.IOUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.parquet.hadoop.ParquetFileReader
+import org.apache.parquet.hadoop.util.HadoopInputFile
 
 /**
  * File-system listings and reads in one py4j round trip each. Walked from Python, a listing
@@ -50,6 +52,26 @@ object FsBridge {
       }
     }
     fields.mkString(Nul)
+  }
+
+  /**
+   * The data files under `directory` (as `listDataFiles` finds them) with the number of rows
+   * each holds, read from its parquet footer: path and row count of each ("" when it does not
+   * exist). A footer read costs a file open, no Spark job; meant for a refresh's own small
+   * outputs (its staged change, a mask), not for a view's data.
+   */
+  def parquetRowCounts(conf: Configuration, directory: String): String = {
+    val listed = listDataFiles(conf, directory)
+    if (listed.isEmpty) return ""
+    listed
+      .split(Nul)
+      .grouped(3)
+      .map { case Array(file, _, _) =>
+        val reader = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(file), conf))
+        try s"$file$Nul${reader.getRecordCount}"
+        finally reader.close()
+      }
+      .mkString(Nul)
   }
 
   /** The text of the file `file` (UTF-8). */

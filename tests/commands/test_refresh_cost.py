@@ -1,0 +1,187 @@
+"""What a refresh costs, pinned as counts: the Spark jobs it runs and its py4j round trips.
+
+Both are deterministic for a given statement and data (timings are not, and stay in
+``bench/``): a job is Spark's fixed cost of 60-130 ms here, a round trip 0.1-0.4 ms, so a
+regression in either shows up as a slower refresh at every scale. The counts are what the
+refresh path is built to: 2 jobs for a single-table view (stage ΔV, write the merge), 2 more
+for a patch (broadcast ΔV's keys, find and mask the rows it replaces), ≤ 6 for a join, and
+a refresh with nothing pending runs no job.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from conftest import assert_view_matches_query, session_confs
+from py4j import clientserver
+from pyspark.sql import Row, SparkSession
+from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
+
+ROUND_TRIP_BUDGET = 500
+"""A single-table view's refresh: measured 370-455 (releases of JVM objects included, and
+the statement's own ``spark.sql(...).collect()``); the goal is 300."""
+JOIN_OR_PATCH_ROUND_TRIP_BUDGET = 700
+"""A join view's refresh, or a patch: measured about 640."""
+NO_CHANGE_ROUND_TRIP_BUDGET = 35
+"""Nothing pending, maintainable view: measured 31-33; the goal is 30."""
+NO_CHANGE_ANALYZED_ROUND_TRIP_BUDGET = 60
+"""Nothing pending, a view whose query is analyzed to see that it is deterministic: 47."""
+
+
+@dataclass
+class Cost:
+    jobs: int = 0
+    round_trips: int = 0
+
+
+def _last_job_id(spark: SparkSession) -> int:
+    context: Any = spark.sparkContext._jsc.sc()
+    context.listenerBus().waitUntilEmpty(10_000)  # finished jobs reach the store through it
+    jobs = context.statusStore().jobsList(None)
+    return -1 if jobs.isEmpty() else max(jobs.head().jobId(), jobs.last().jobId())
+
+
+def _settle(client: Any) -> None:
+    """Collect garbage and send the releases of JVM objects it queued now (py4j's finalizer
+    thread would send them within a second, into whatever runs next)."""
+    gc.collect()
+    queue = getattr(client, "finalizer_deque", None)
+    while queue:
+        task = queue.pop()
+        if task == clientserver.SHUTDOWN_FINALIZER_WORKER:
+            queue.append(task)
+            break
+        owner, target_id = task
+        owner.garbage_collect_object(target_id, False)
+
+
+@contextmanager
+def counted(spark: SparkSession) -> Iterator[Cost]:
+    """The Spark jobs and py4j round trips of what runs inside: every thread's (the refresh
+    runs on py4j's callback thread), the releases of the JVM objects it dropped included."""
+    cost = Cost()
+    client: Any = spark.sparkContext._gateway._gateway_client
+    send = client.send_command
+    lock = threading.Lock()
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            cost.round_trips += 1
+        return send(*args, **kwargs)
+
+    first = _last_job_id(spark)
+    _settle(client)
+    client.send_command = counting
+    try:
+        yield cost
+        _settle(client)
+    finally:
+        client.send_command = send
+    cost.jobs = _last_job_id(spark) - first
+
+
+def refresh(spark: SparkSession, view: str) -> tuple[Row, Cost]:
+    with counted(spark) as cost:
+        row = spark.sql(f"REFRESH MATERIALIZED VIEW {view}").collect()[0]
+    return row, cost
+
+
+def change_fact(spark: SparkSession) -> None:
+    spark.sql("INSERT INTO fact SELECT id, id % 10, id % 7 FROM range(1000, 1030)")
+    spark.sql("DELETE FROM fact WHERE id % 50 = 1")
+
+
+@pytest.fixture
+def fact(spark: SparkSession, db: str) -> str:
+    spark.sql("CREATE TABLE fact (id BIGINT, k INT, v INT) USING parquet")
+    spark.sql("INSERT INTO fact SELECT id, id % 10, id % 7 FROM range(1000)")
+    return "fact"
+
+
+@pytest.mark.parametrize(
+    ("query", "jobs"),
+    [
+        ("SELECT id, v * 2 AS w FROM fact WHERE k < 5", 2),
+        ("SELECT k, count(*) AS n, sum(v) AS s FROM fact GROUP BY k", 2),
+        ("SELECT DISTINCT k, v FROM fact", 2),
+    ],
+    ids=["filter-project", "aggregate", "distinct"],
+)
+def test_an_incremental_refresh_of_a_single_table_view_runs_two_jobs(
+    spark: SparkSession, fact: str, query: str, jobs: int
+) -> None:
+    """Stage ΔV (reading the change), then merge it into the touched buckets (rewritten
+    whole: the view is small)."""
+    spark.sql(f"CREATE MATERIALIZED VIEW v AS {query}")
+    change_fact(spark)
+    row, cost = refresh(spark, "v")
+    assert row.mode == "INCREMENTAL"
+    assert cost.jobs == jobs
+    assert cost.round_trips <= ROUND_TRIP_BUDGET
+    assert_view_matches_query(spark, "v")
+
+
+def test_a_patching_refresh_runs_four_jobs(spark: SparkSession, fact: str) -> None:
+    """Stage ΔV, broadcast its keys and find and mask the stored rows it replaces, write
+    the merge."""
+    confs = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
+    with session_confs(spark, confs):
+        spark.sql("CREATE MATERIALIZED VIEW v AS SELECT id, v * 2 AS w FROM fact WHERE k < 5")
+        change_fact(spark)
+        row, cost = refresh(spark, "v")
+    assert row.mode == "INCREMENTAL"
+    assert cost.jobs == 4
+    assert cost.round_trips <= JOIN_OR_PATCH_ROUND_TRIP_BUDGET
+    assert_view_matches_query(spark, "v")
+
+
+def test_a_join_refresh_stays_within_six_jobs(spark: SparkSession, fact: str) -> None:
+    spark.sql("CREATE TABLE dim (k INT, name STRING) USING parquet")
+    spark.sql("INSERT INTO dim SELECT id, concat('k', id) FROM range(10)")
+    spark.sql(
+        "CREATE MATERIALIZED VIEW v AS SELECT d.name, count(*) AS n, sum(f.v) AS s"
+        " FROM fact f JOIN dim d ON f.k = d.k GROUP BY d.name"
+    )
+    change_fact(spark)
+    spark.sql("INSERT INTO dim VALUES (3, 'three')")
+    row, cost = refresh(spark, "v")
+    assert row.mode == "INCREMENTAL"
+    assert cost.jobs <= 6
+    assert cost.round_trips <= JOIN_OR_PATCH_ROUND_TRIP_BUDGET
+    assert_view_matches_query(spark, "v")
+
+
+@pytest.mark.parametrize(
+    ("query", "budget"),
+    [
+        ("SELECT k, count(*) AS n FROM fact GROUP BY k", NO_CHANGE_ROUND_TRIP_BUDGET),
+        # not maintainable: its query is analyzed to see that it is deterministic
+        ("SELECT k, v FROM fact ORDER BY id LIMIT 5", NO_CHANGE_ANALYZED_ROUND_TRIP_BUDGET),
+    ],
+    ids=["maintainable", "not-maintainable"],
+)
+def test_a_refresh_with_nothing_pending_runs_no_job(
+    spark: SparkSession, fact: str, query: str, budget: int
+) -> None:
+    spark.sql(f"CREATE MATERIALIZED VIEW v AS {query}")
+    change_fact(spark)
+    spark.sql("REFRESH MATERIALIZED VIEW v").collect()
+    row, cost = refresh(spark, "v")
+    assert (row.mode, row.reason) == ("INCREMENTAL", "no base table changed since the last refresh")
+    assert cost.jobs == 0
+    assert cost.round_trips <= budget
+    assert_view_matches_query(spark, "v")
+
+
+def test_a_volatile_view_is_recomputed_even_with_nothing_pending(
+    spark: SparkSession, fact: str
+) -> None:
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k, rand() AS r FROM fact")
+    row, _ = refresh(spark, "v")
+    assert row.mode == "FULL"
