@@ -16,6 +16,12 @@ HANDLER_REGISTRY_CLASS = "io.sparkmv.bridge.MvHandlerRegistry"
 EXCEPTION_CLASS = "io.sparkmv.bridge.SparkMvException"
 CATALOG_BRIDGE_CLASS = "io.sparkmv.catalog.CatalogBridge"
 FS_BRIDGE_CLASS = "io.sparkmv.fs.FsBridge"
+LOCAL_FILE_SYSTEM_CLASS = "io.sparkmv.fs.LocalFileSystemWithNioPermissions"
+"""Hadoop's ``fs.file.impl`` in ``sparkmv.session()``: every file Spark writes on the local
+file system (and its checksum file) would otherwise start a ``chmod`` process, 12-17 ms
+each, without Hadoop's native library (pyspark's wheel has none); a refresh writes a few
+small files per bucket it touches. Set once the JVM runs: spark-submit itself resolves
+files before the shim's jar is on its class path."""
 
 DEFAULT_WAREHOUSE_DIR = "spark-warehouse"
 """Relative to the working directory, like Spark's own default."""

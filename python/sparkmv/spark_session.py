@@ -16,6 +16,7 @@ from sparkmv.config import (
     DEFAULT_WAREHOUSE_DIR,
     EXTENSION_CLASS,
     HANDLER_REGISTRY_CLASS,
+    LOCAL_FILE_SYSTEM_CLASS,
     METASTORE_DIR_NAME,
 )
 from sparkmv.jar import jar_path
@@ -50,8 +51,19 @@ def session(warehouse_dir: str | os.PathLike[str] | None = None, **spark_conf: s
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark: SparkSession = builder.enableHiveSupport().getOrCreate()
+    if "spark.hadoop.fs.file.impl" not in spark_conf:
+        _use_local_file_system(spark, LOCAL_FILE_SYSTEM_CLASS)
     attach(spark)
     return spark
+
+
+def _use_local_file_system(spark: SparkSession, class_name: str) -> None:
+    """Serve ``file:`` paths with ``class_name`` from now on: Hadoop caches one file system
+    per scheme, so the cached ones are closed (nothing of a fresh local session holds
+    them)."""
+    jvm: Any = spark._jvm
+    spark.sparkContext._jsc.hadoopConfiguration().set("fs.file.impl", class_name)
+    jvm.org.apache.hadoop.fs.FileSystem.closeAll()
 
 
 def _required_conf(warehouse: Path) -> dict[str, str]:

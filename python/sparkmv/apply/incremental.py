@@ -117,7 +117,8 @@ def apply_change(
     written under ``root``.
 
     Spark jobs: one stages ΔV, one writes the merged rows, and a patch costs one more that
-    finds (and masks) the stored rows ΔV replaces. Which buckets ΔV touches, how many rows
+    finds (and masks) the stored rows ΔV replaces, plus the broadcast of ΔV's keys it joins
+    them with. Which buckets ΔV touches, how many rows
     it has in each and how many rows each bucket's mask holds are read from the files those
     jobs wrote (listings and parquet footers), not by jobs of their own.
     """
@@ -181,8 +182,7 @@ def _stage_change(
     bucketed = change.withColumn(BUCKET_COLUMN, bucket_of(change, merge.key_columns, buckets))
     bucketed.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(staged_path)
     rows = _rows_per_bucket(fs.parquet_row_counts(spark, staged_path))
-    schema = T.StructType([*change.schema.fields, T.StructField(BUCKET_COLUMN, T.IntegerType())])
-    frame = spark.read.schema(schema).parquet(staged_path) if rows else change
+    frame = spark.read.schema(_bucketed(change.schema)).parquet(staged_path) if rows else change
     return StagedChange(frame, {bucket: n for bucket, n in rows.items() if n})
 
 

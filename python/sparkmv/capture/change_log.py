@@ -33,7 +33,6 @@ manifest of that version exists (``publish_text``).
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 import uuid
@@ -222,7 +221,7 @@ class ChangeLog:
         )
 
     def _publish(self, commit: LogCommit) -> bool:
-        return publish_text(self.spark, self._manifest(commit.version), commit.to_json())
+        return fs.publish_text(self.spark, self._manifest(commit.version), commit.to_json())
 
     def _write_rows(self, rows: DataFrame | None, path: str) -> str | None:
         if rows is None:
@@ -245,7 +244,7 @@ class ChangeLog:
         """Announce a copy-on-write before it writes anything: if it never commits, the
         next ``reconcile`` removes ``abandoned``. Returns the write's id."""
         pending_id = uuid.uuid4().hex
-        publish_text(self.spark, self._intent(pending_id), json.dumps(list(abandoned)))
+        fs.publish_text(self.spark, self._intent(pending_id), json.dumps(list(abandoned)))
         return pending_id
 
     def prepare(
@@ -253,7 +252,7 @@ class ChangeLog:
     ) -> PreparedCommit:
         """Record the commit a copy-on-write will make, just before its swap."""
         prepared = PreparedCommit(pending_id, before.digest, commit, tuple(abandoned))
-        publish_text(self.spark, self._pending(prepared.pending_id), prepared.to_json())
+        fs.publish_text(self.spark, self._pending(prepared.pending_id), prepared.to_json())
         return prepared
 
     def commit_prepared(self, prepared: PreparedCommit) -> LogCommit:
@@ -365,7 +364,7 @@ class ChangeLog:
         commits = [self._read(version) for version in self._versions() if version <= through]
         # The marker (with the latest state) goes first: a crash never exposes a gap.
         last = next((c for c in reversed(commits) if c.version == through), None)
-        publish_text(self.spark, self._marker(through), last.to_json() if last else "")
+        fs.publish_text(self.spark, self._marker(through), last.to_json() if last else "")
         preserved = f"{self.root}/preserved/"
         for commit in commits:
             delete_retired(self.spark, commit.retired_files)
@@ -399,7 +398,7 @@ class ChangeLog:
         return [name for name in names if not fs.is_hidden(name)]
 
     def add_dependent(self, view: str) -> None:
-        publish_text(self.spark, self._dependent(view), "")  # False: already there
+        fs.publish_text(self.spark, self._dependent(view), "")  # False: already there
 
     def remove_dependent(self, view: str) -> None:
         fs.remove(self.spark, self._dependent(view))
@@ -542,48 +541,6 @@ class ChangeLog:
 
     def _intent(self, pending_id: str) -> str:
         return f"{self.root}/pending/{pending_id}.intent"
-
-
-def publish_text(spark: SparkSession, path: str, text: str) -> bool:
-    """``fs.publish_text`` for the log's own files: create ``path`` holding ``text``
-    atomically; False if ``path`` already exists.
-
-    A log on the local file system (``file:`` paths, as the warehouse is qualified) is
-    written here directly: Hadoop's local file system sets each new file's permissions by
-    running ``chmod`` in a child process when its native library is absent (twice: the file
-    and its checksum), which made the manifest of every captured write its largest cost. The
-    text goes to a hidden temporary file, which is then hard-linked to ``path``: the link
-    fails if ``path`` exists, so of two writers exactly one publishes, and a reader sees the
-    whole file or none; a crash leaves at most the hidden file (skipped by every listing).
-    Elsewhere ``fs.publish_text`` does it through Hadoop.
-    """
-    local = _local_file(path)
-    if local is None:
-        return fs.publish_text(spark, path, text)
-    directory = os.path.dirname(local)
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{uuid.uuid4().hex}.tmp")
-    with open(temporary, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    try:
-        os.link(temporary, local)
-    except FileExistsError:
-        return False
-    finally:
-        os.remove(temporary)
-    return True
-
-
-def _local_file(path: str) -> str | None:
-    """The operating-system path of a ``file:/p`` or ``file:///p`` URI (as Hadoop qualifies
-    local paths); None for any other path, which is then left to Hadoop. Escaped characters
-    (``%xx``) are left to Hadoop too, rather than decoded here."""
-    if not path.startswith("file:/") or "%" in path:
-        return None
-    rest = path[len("file:") :]
-    if rest.startswith("///"):
-        return rest[2:]
-    return None if rest.startswith("//") else rest
 
 
 def _incomplete_reason(commits: list[LogCommit]) -> str:

@@ -38,8 +38,7 @@ from sparkmv.capture.change_log import ChangeLog, FileRef
 from sparkmv.capture.files import TableFiles, table_files_from_listing, unit_base
 from sparkmv.capture.tracking import Tracking
 from sparkmv.catalog import properties as keys
-from sparkmv.catalog.views import CatalogEntry
-from sparkmv.catalog.views import _entry as described_entry  # the shim's describe() format
+from sparkmv.catalog.views import CatalogEntry, entry_from_description
 from sparkmv.parse.statements import TableName
 
 OVERWRITE_MODE = "Overwrite"
@@ -92,7 +91,7 @@ class WriteCapture:
         files: TableFiles | None = None
         if facts is not None:
             mode = str(facts["mode"])
-            entry: CatalogEntry | None = described_entry(facts["table"])
+            entry: CatalogEntry | None = entry_from_description(facts["table"])
             files = table_files_from_listing(facts["files"])
         else:
             mode = detail

@@ -87,7 +87,7 @@ class ViewCatalog:
     def entry(self, name: TableName) -> CatalogEntry | None:
         """The table or view ``name`` (resolved), or None if it does not exist."""
         text = self._bridge.table(self._session, name.database, name.name)
-        return None if text is None else _entry(json.loads(text))
+        return None if text is None else entry_from_description(json.loads(text))
 
     def entries(self, names: list[TableName]) -> dict[TableName, CatalogEntry | None]:
         """``entry`` of each of ``names`` (resolved), in one metastore call per database."""
@@ -95,7 +95,7 @@ class ViewCatalog:
         found = json.loads(self._bridge.tables(self._session, pairs))
         described = (found[f"{name.database}.{name.name}"] for name in names)
         return {
-            name: None if value is None else _entry(value)
+            name: None if value is None else entry_from_description(value)
             for name, value in zip(names, described, strict=True)
         }
 
@@ -148,7 +148,7 @@ class ViewCatalog:
         )
 
 
-def _entry(found: dict[str, Any]) -> CatalogEntry:
+def entry_from_description(found: dict[str, Any]) -> CatalogEntry:
     """A catalog entry from ``CatalogBridge``'s description of a table or view."""
     return CatalogEntry(
         table_type=found["tableType"],
