@@ -257,10 +257,9 @@ class StoredMask:
             old = read_mask(spark, self.snapshot).where(
                 ~F.col(BUCKET_COLUMN).isin(sorted(except_buckets))
             )
+            before = sum(fs.parquet_row_counts(spark, target).values())  # the new hits
             old.write.mode("append").partitionBy(BUCKET_COLUMN).parquet(target)
-            return sum(
-                rows for rows in _rows_per_bucket(fs.parquet_row_counts(spark, target)).values()
-            )
+            return sum(fs.parquet_row_counts(spark, target).values()) - before
         carried = 0
         for bucket, names in self.files.items():
             if bucket in except_buckets:
