@@ -10,7 +10,8 @@ import org.apache.hadoop.fs.permission.FsPermission
  * Hadoop's local file system, setting permissions through java.nio instead of a `chmod`
  * child process. Without Hadoop's native library (pyspark's wheel has none) every file Spark
  * writes locally, and its checksum file, costs a process start (12-17 ms here): a refresh
- * that writes a few small files per bucket spent most of its time there. Same semantics.
+ * that writes a few small files per bucket spent most of its time there. Same semantics (a
+ * file system without POSIX permissions falls back to Hadoop's way).
  */
 class RawLocalFileSystemWithNioPermissions extends RawLocalFileSystem {
   override def setPermission(p: Path, permission: FsPermission): Unit = {
@@ -18,7 +19,8 @@ class RawLocalFileSystemWithNioPermissions extends RawLocalFileSystem {
     val bits = PosixFilePermission.values() // OWNER_READ ... OTHERS_EXECUTE: bits 8 to 0
     val granted = new java.util.HashSet[PosixFilePermission]()
     for (i <- bits.indices if (mode & (1 << (8 - i))) != 0) granted.add(bits(i))
-    Files.setPosixFilePermissions(pathToFile(p).toPath, granted)
+    try Files.setPosixFilePermissions(pathToFile(p).toPath, granted)
+    catch { case _: UnsupportedOperationException => super.setPermission(p, permission) }
   }
 }
 
