@@ -54,7 +54,8 @@ object CatalogBridge {
         .asJava)
   }
 
-  private def describe(table: CatalogTable): java.util.Map[String, AnyRef] = Map[String, AnyRef](
+  /** The description `table` returns (also what a captured write carries, `Capture`). */
+  def describe(table: CatalogTable): java.util.Map[String, AnyRef] = Map[String, AnyRef](
     "tableType" -> table.tableType.name,
     "provider" -> table.provider.orNull,
     "location" -> table.storage.locationUri.map(_.toString).orNull,
@@ -123,18 +124,23 @@ object CatalogBridge {
    * `[[{column: value}, location], ...]` per partition (values as the catalog stores them).
    */
   def dataLocations(spark: SparkSession, db: String, name: String): String = {
-    val catalog = spark.sessionState.catalog
-    val ident = TableIdentifier(name, Some(db))
-    val table = catalog.getTableMetadata(ident)
-    val units: Seq[java.util.List[AnyRef]] =
-      if (table.partitionColumnNames.isEmpty)
-        Seq(java.util.Arrays.asList(null, table.location.toString))
-      else
-        catalog.listPartitions(ident).map { partition =>
-          java.util.Arrays.asList(partition.spec.asJava, partition.location.toString)
-        }
+    val table = spark.sessionState.catalog.getTableMetadata(TableIdentifier(name, Some(db)))
+    val units = dataUnits(spark, table).map { case (spec, location) =>
+      java.util.Arrays.asList[AnyRef](spec, location)
+    }
     json.writeValueAsString(units.asJava)
   }
+
+  /**
+   * The table's data units as `dataLocations` lists them: the spec (null for an unpartitioned
+   * table) and location of each (one metastore call for a partitioned table, none for another).
+   */
+  def dataUnits(spark: SparkSession, table: CatalogTable): Seq[(AnyRef, String)] =
+    if (table.partitionColumnNames.isEmpty) Seq((null, table.location.toString))
+    else
+      spark.sessionState.catalog.listPartitions(table.identifier).map { partition =>
+        (partition.spec.asJava, partition.location.toString)
+      }
 
   /**
    * Points data units at new locations in one metastore call, so a reader sees all the old

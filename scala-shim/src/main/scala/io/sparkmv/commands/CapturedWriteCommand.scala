@@ -18,6 +18,7 @@ import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.sparkmv.SparkInternals
 
 import io.sparkmv.bridge.MvHandlerRegistry
+import io.sparkmv.catalog.CatalogBridge
 import io.sparkmv.fs.FsBridge
 
 /** Reports a write to the handler before and after it runs; only a write that succeeded is logged. */
@@ -63,7 +64,7 @@ object Capture {
     val before = WriteFacts.toJson(
       Map[String, AnyRef](
         "mode" -> mode,
-        "table" -> WriteFacts.describe(table),
+        "table" -> CatalogBridge.describe(table),
         "files" -> WriteFacts.files(spark, table)))
     val token = MvHandlerRegistry.captureWrite("BEFORE", database, name, before)
     val result =
@@ -86,32 +87,15 @@ private[commands] object WriteFacts {
 
   def toJson(values: Map[String, AnyRef]): String = json.writeValueAsString(values.asJava)
 
-  /** The table as `CatalogBridge.table` describes it (the same keys, the same values). */
-  def describe(table: CatalogTable): java.util.Map[String, AnyRef] = Map[String, AnyRef](
-    "tableType" -> table.tableType.name,
-    "provider" -> table.provider.orNull,
-    "location" -> table.storage.locationUri.map(_.toString).orNull,
-    "properties" -> table.properties.asJava,
-    "schema" -> table.schema.json,
-    "comment" -> table.comment.orNull,
-    "partitionColumns" -> table.partitionColumnNames.asJava).asJava
-
   /**
    * The table's data units now, as `capture.files.list_table_files` lists them from Python:
    * `[[spec or null, qualified location, [[path, size, modified ms], ...]], ...]`, the spec and
-   * location of each partition as `CatalogBridge.dataLocations` gives them (one metastore call
-   * for a partitioned table, none for another) and its files as `FsBridge.listDataFiles` finds
-   * them.
+   * location of each data unit as `CatalogBridge.dataUnits` gives them and its files as
+   * `FsBridge.listDataFiles` finds them.
    */
   def files(spark: SparkSession, table: CatalogTable): java.util.List[java.util.List[AnyRef]] = {
     val conf = spark.sparkContext.hadoopConfiguration
-    val locations: Seq[(AnyRef, String)] =
-      if (table.partitionColumnNames.isEmpty) Seq((null, table.location.toString))
-      else
-        spark.sessionState.catalog.listPartitions(table.identifier).map { partition =>
-          (partition.spec.asJava, partition.location.toString)
-        }
-    locations.map { case (spec, location) =>
+    CatalogBridge.dataUnits(spark, table).map { case (spec, location) =>
       val listed = FsBridge.listDataFiles(conf, location)
       val files =
         if (listed.isEmpty) Seq.empty
