@@ -6,6 +6,7 @@ and tests that start other processes use other warehouses.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import os
 import sys
@@ -13,12 +14,14 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 import sparkmv
 from hypothesis import HealthCheck, settings
+from py4j import clientserver
 from pyspark.sql import DataFrame, SparkSession
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.files import TableFiles
@@ -171,3 +174,46 @@ def python_env() -> dict[str, str]:
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     return env
+
+
+@dataclass
+class RoundTrips:
+    count: int = 0
+
+
+@contextmanager
+def py4j_round_trips(spark: SparkSession) -> Iterator[RoundTrips]:
+    """The py4j round trips (Python→JVM messages) of what runs inside: every thread's (a
+    refresh runs on py4j's callback thread), and the releases of the JVM objects it dropped,
+    sent before the block ends; those dropped before it are sent (uncounted) first."""
+    trips = RoundTrips()
+    client: Any = spark.sparkContext._gateway._gateway_client
+    send = client.send_command
+    lock = threading.Lock()
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        with lock:
+            trips.count += 1
+        return send(*args, **kwargs)
+
+    _send_releases(client)
+    client.send_command = counting
+    try:
+        yield trips
+        _send_releases(client)
+    finally:
+        client.send_command = send
+
+
+def _send_releases(client: Any) -> None:
+    """Collect garbage and send the releases of JVM objects it queued now (py4j's finalizer
+    thread would send them within a second, into whatever runs next)."""
+    gc.collect()
+    queue = getattr(client, "finalizer_deque", None)
+    while queue:
+        task = queue.pop()
+        if task == clientserver.SHUTDOWN_FINALIZER_WORKER:
+            queue.append(task)
+            break
+        owner, target_id = task
+        owner.garbage_collect_object(target_id, False)

@@ -9,32 +9,22 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from conftest import assert_view_matches_query
+from conftest import assert_view_matches_query, py4j_round_trips
 from pyspark.sql import SparkSession
 from sparkmv.apply import aggregate as merge_module
 from sparkmv.plan.aggregate_view import AggregateView
 
 MAX_MERGE_ROUND_TRIPS = 150
-"""Measured 10-70 (py4j releases objects freed earlier at any time, up to ±40); built column by
-column, the merge took about 2,000."""
+"""Measured 10-70 (releases of JVM objects included); built column by column, the merge took
+about 2,000."""
 
 
 @contextmanager
 def counted_calls(spark: SparkSession, counts: dict[str, int], label: str) -> Iterator[None]:
-    """Counts the py4j round trips made while the block runs under ``label``."""
-    gateway: Any = spark.sparkContext._gateway
-    client = gateway._gateway_client
-    send = client.send_command
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        counts[label] = counts.get(label, 0) + 1
-        return send(*args, **kwargs)
-
-    client.send_command = counted
-    try:
+    """Adds the py4j round trips made while the block runs to ``counts[label]``."""
+    with py4j_round_trips(spark) as trips:
         yield
-    finally:
-        client.send_command = send
+    counts[label] = counts.get(label, 0) + trips.count
 
 
 @pytest.mark.parametrize(

@@ -3,23 +3,20 @@
 Both are deterministic for a given statement and data (timings are not, and stay in
 ``bench/``): a job is Spark's fixed cost of 60-130 ms here, a round trip 0.1-0.4 ms, so a
 regression in either shows up as a slower refresh at every scale. The counts are what the
-refresh path is built to: 2 jobs for a single-table view (stage ΔV, write the merge), 2 more
-for a patch (broadcast ΔV's keys, find and mask the rows it replaces), ≤ 6 for a join, and
+refresh path is built to: 2 jobs for a single-table view (compute ΔV, write the merge), 2
+more for a patch (broadcast ΔV's keys, find and mask the rows it replaces), ≤ 6 for a join, and
 a refresh with nothing pending runs no job.
 """
 
 from __future__ import annotations
 
-import gc
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import assert_view_matches_query, session_confs
-from py4j import clientserver
+from conftest import assert_view_matches_query, py4j_round_trips, session_confs
 from pyspark.sql import Row, SparkSession
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 
@@ -47,42 +44,14 @@ def _last_job_id(spark: SparkSession) -> int:
     return -1 if jobs.isEmpty() else max(jobs.head().jobId(), jobs.last().jobId())
 
 
-def _settle(client: Any) -> None:
-    """Collect garbage and send the releases of JVM objects it queued now (py4j's finalizer
-    thread would send them within a second, into whatever runs next)."""
-    gc.collect()
-    queue = getattr(client, "finalizer_deque", None)
-    while queue:
-        task = queue.pop()
-        if task == clientserver.SHUTDOWN_FINALIZER_WORKER:
-            queue.append(task)
-            break
-        owner, target_id = task
-        owner.garbage_collect_object(target_id, False)
-
-
 @contextmanager
 def counted(spark: SparkSession) -> Iterator[Cost]:
-    """The Spark jobs and py4j round trips of what runs inside: every thread's (the refresh
-    runs on py4j's callback thread), the releases of the JVM objects it dropped included."""
+    """The Spark jobs and py4j round trips (``py4j_round_trips``) of what runs inside."""
     cost = Cost()
-    client: Any = spark.sparkContext._gateway._gateway_client
-    send = client.send_command
-    lock = threading.Lock()
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        with lock:
-            cost.round_trips += 1
-        return send(*args, **kwargs)
-
     first = _last_job_id(spark)
-    _settle(client)
-    client.send_command = counting
-    try:
+    with py4j_round_trips(spark) as trips:
         yield cost
-        _settle(client)
-    finally:
-        client.send_command = send
+    cost.round_trips = trips.count
     cost.jobs = _last_job_id(spark) - first
 
 
