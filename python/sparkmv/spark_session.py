@@ -20,6 +20,7 @@ from sparkmv.config import (
     METASTORE_DIR_NAME,
 )
 from sparkmv.jar import jar_path
+from sparkmv.jvm import helper
 
 LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2.properties"
 
@@ -103,9 +104,6 @@ def attach(spark: SparkSession) -> SparkSession:
     gateway: Any = spark.sparkContext._gateway
     ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
     handler = Handler(spark)
-    registry: Any = spark._jvm
-    for part in HANDLER_REGISTRY_CLASS.split("."):
-        registry = getattr(registry, part)
-    registry.register(handler, keys.TRACKING_LOG)
+    helper(spark, HANDLER_REGISTRY_CLASS).register(handler, keys.TRACKING_LOG)
     _attached[id(spark)] = handler
     return spark

@@ -51,8 +51,9 @@ MASK_DIR = "_sparkmv_mask"
 bucket; each masked row is kept whole beside its position). Its name starts with ``_``, so
 Spark's listing of the snapshot's data skips it."""
 CHANGE_DIR = "_sparkmv_change"
-"""In a snapshot written by an incremental refresh: the change ΔV it applied (stored
-columns, weight and bucket, by bucket). Hidden from the snapshot's data by its name."""
+"""In a snapshot written by an incremental refresh whose change ΔV was too large to merge
+from the driver: ΔV (stored columns, weight and bucket, by bucket). Hidden from the
+snapshot's data by its name."""
 FILE_COLUMN = "mv_file"
 """In the mask: the name of the data file (within its bucket) that holds a masked row."""
 ROW_COLUMN = "mv_row"
