@@ -34,7 +34,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, assert_view_matches_query, session_confs, spark_examples
-from differential import NO_SHRINK, example_database, refresh
+from differential import ALWAYS_INCREMENTAL, NO_SHRINK, example_database, refresh
 from hypothesis import given, note, seed, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -115,7 +115,9 @@ def tally() -> Iterator[Tally]:
 def check_fleet(spark: SparkSession, db: str, fleet: Fleet, tally: Tally) -> None:
     note(fleet.script())
     names = [f"v{i}" for i in range(len(fleet.views))]
-    with example_database(spark, db), session_confs(spark, fleet.storage):
+    # Every refresh must be incremental: the cost model may not pick FULL here.
+    confs = {**fleet.storage, **ALWAYS_INCREMENTAL}
+    with example_database(spark, db), session_confs(spark, confs):
         for statement in fleet.setup:
             spark.sql(statement)
         for name, view in zip(names, fleet.views, strict=True):

@@ -67,6 +67,13 @@ SET_OPERATIONS = {
     "except": "EXCEPT",
 }
 
+JOIN_STYLES = {
+    "join": "join: JOIN ... ON",
+    "inner": "join: INNER JOIN ... ON",
+    "comma": "join: comma",
+    "cross": "join: CROSS JOIN",
+}
+
 INTS: tuple[int, ...] = (0, 1, 2, 3)
 STRINGS: tuple[str, ...] = ("x", "y", "z")
 MAX_LEAVES = 4  # table occurrences in one view (bounds the size of cross products)
@@ -174,6 +181,7 @@ class ViewBuilder:
         self.tables: list[Table] = list(TABLES)  # base tables, then CTEs as they are defined
         self.referenced: set[str] = set()
         self.universe: Sequence[Source] | None = None  # all of FROM, while writing an ON
+        self.branches: set[str] = set()  # the shapes this builder drew (``View.branches``)
 
     # ---- small helpers -------------------------------------------------------------------
     def has(self, feature: str) -> bool:
@@ -186,6 +194,11 @@ class ViewBuilder:
 
     def pick(self, options: Sequence[T]) -> T:
         return self.draw(st.sampled_from(list(options)))  # type: ignore[no-any-return]
+
+    def took(self, branch: str) -> None:
+        """Record that the view drew ``branch`` (a set operation, a join style or condition
+        shape, a select-list style, ...), so that a test can cover every branch."""
+        self.branches.add(branch)
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -299,6 +312,7 @@ class ViewBuilder:
             if lc.kind == nc.kind
         ]
         if not pairs:  # no two columns of one kind: any predicate over both
+            self.took("join condition: any predicate")
             return self.pred(scope)
         ls, lc, nc = self.pick(pairs)
         lhs, rhs = self.render_ref(scope, ls, lc), self.render_ref(scope, new, nc)
@@ -307,6 +321,7 @@ class ViewBuilder:
             shape = self.pick(
                 ["equi", "equi", "equi", "equi_and", "equi_or", "null_safe", "less", "nulls_match"]
             )
+        self.took(f"join condition: {shape}")
         if shape == "equi_and":
             return f"{lhs} = {rhs} AND {self.pred(scope)}"
         if shape == "equi_or":
@@ -333,6 +348,7 @@ class ViewBuilder:
             inner = self.query(depth + 1, unique_names=True)
             alias = self.fresh("d")
             used.add(alias)
+            self.took("derived table")
             if not inner.columns:
                 raise AssertionError(inner)
             return f"({inner.sql}) AS {alias}", Source(alias, inner.columns)
@@ -376,11 +392,14 @@ class ViewBuilder:
                 style = "join"
             previous_scope = list(scope)
             scope.append(source)
+            self.took(JOIN_STYLES[style])
             if style == "comma":
                 chains.append(text)
                 text, chain = item, [source]
                 if not self.chance(0.15):  # the join condition goes to WHERE (written below)
                     deferred.append((previous_scope, source))
+                else:
+                    self.took("join: comma without a condition")
             elif style == "cross":
                 text += f" CROSS JOIN {item}"
                 chain.append(source)
@@ -428,6 +447,7 @@ class ViewBuilder:
             text = self.expr(scope, kind)
             if allow_unaliased and self.chance(0.3) and "(" in text and "CAST" not in text:
                 # Spark names it after its text; keep at most one such item (names stay distinct).
+                self.took("select: unaliased expression")
                 add(text, Column(text, kind))
                 return
             alias = self.fresh("o")
@@ -443,12 +463,14 @@ class ViewBuilder:
         if style != "items" and not self.has("star"):
             style = "items"
         if style == "star" and (distinct_names or not unique_names):
+            self.took("select: *")
             return "*", tuple(all_columns)
         if style == "qualified_star":
             chosen = [s for s in scope if s.qualifier is not None and self.chance(0.6)]
             for source in chosen:
                 if unique_names and any(c.name in names for c in source.columns):
                     continue
+                self.took("select: qualified *")
                 items.append(f"{source.qualifier}.*")
                 columns.extend(source.columns)
                 names.extend(c.name for c in source.columns)
@@ -465,6 +487,8 @@ class ViewBuilder:
         if self.chance(0.5):
             conditions.append(self.pred(scope))
         distinct = "DISTINCT " if self.has("distinct") and self.chance(0.3) else ""
+        if distinct:
+            self.took("SELECT DISTINCT")
         sql = f"SELECT {distinct}{select} FROM {from_text}"
         if conditions:
             sql += " WHERE " + " AND ".join(
@@ -479,10 +503,15 @@ class ViewBuilder:
         ops = [op for op in SET_OPERATIONS if self.has(op)]
         sql = first.sql
         branches = 2 if self.leaves >= MAX_LEAVES - 1 else self.draw(st.integers(2, 3))
+        if branches == 3:
+            self.took("set operation: three branches")
         for _ in range(branches - 1):
             op = SET_OPERATIONS[self.pick(ops)]
+            self.took(f"set operation: {op}")
             branch = self.block(depth, shape, unique_names=False)
             text = f"({branch.sql})" if self.chance(0.2) else branch.sql
+            if text != branch.sql:
+                self.took("set operation: parenthesized branch")
             sql += f" {op} {text}"
         return Relation(sql, first.columns)
 
@@ -500,6 +529,7 @@ class ViewBuilder:
                 if self.leaves >= MAX_LEAVES - 1:
                     break
                 body = self.query(1, unique_names=True)
+                self.took("WITH")
                 name = self.fresh("w")
                 ctes.append(f"{name} AS ({body.sql})")
                 self.tables.append(Table(name, body.columns))
@@ -507,7 +537,9 @@ class ViewBuilder:
         body = self.query(0, unique_names=not column_list, top=not column_list)
         sql = (f"WITH {', '.join(ctes)} " if ctes else "") + body.sql
         names = tuple(f"n{i}" for i in range(len(body.columns))) if column_list else ()
-        return View(sql, names)
+        if column_list:
+            self.took("column list")
+        return View(sql, names, frozenset(self.branches))
 
 
 # Aggregate calls by argument kind; {x} is the argument. The decimal ones cover Spark's
@@ -607,6 +639,8 @@ def aggregate_views(draw: Draw) -> View:
 class View:
     query: str
     column_names: tuple[str, ...] = ()  # CREATE MATERIALIZED VIEW v (n0, n1, ...) when set
+    # The generator's branches the query took (``ViewBuilder.took``); not part of its value.
+    branches: frozenset[str] = field(default=frozenset(), compare=False)
 
     def create(self, name: str, policy: str = "") -> str:
         columns = f" ({', '.join(self.column_names)})" if self.column_names else ""

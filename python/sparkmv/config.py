@@ -60,6 +60,11 @@ integers wrap around and decimals turn NULL."""
 IRRELEVANCE_FILTERS_CONF = "spark.sparkmv.irrelevanceFilters.enabled"
 """Session conf: "false" turns off the irrelevance filters on base-table changes (default on)."""
 
+REFRESH_COST_BASED_CONF = "spark.sparkmv.refresh.costBased"
+"""Session conf: "false" makes a refresh under policy AUTO incremental whenever the view's logs
+allow it, without weighing its estimated cost against a full one (default true:
+``plan/cost.py``)."""
+
 STORAGE_BUCKETS_CONF = "spark.sparkmv.storage.buckets"
 """Session conf: hash buckets of an incrementally maintained view's storage, set at each full
 refresh (unset or 0: sized from the base tables' bytes)."""

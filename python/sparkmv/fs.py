@@ -1,8 +1,16 @@
-"""File-system calls through Hadoop's FileSystem on the JVM, so any warehouse URI works."""
+"""File-system calls through Hadoop's FileSystem on the JVM, so any warehouse URI works.
+
+On the local file system (a ``file:`` path) the simple calls — exists, list, read, remove,
+publish, link — are made here, by the operating system, with Hadoop's conventions (its
+checksum files ``.name.crc`` are not listed and go with their file): through Hadoop each
+costs the driver a few py4j round trips, and a refresh makes dozens.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -65,6 +73,9 @@ def warehouse_path(spark: SparkSession, *parts: str) -> str:
 
 
 def exists(spark: SparkSession, path: str) -> bool:
+    local = os_path(spark, path)
+    if local is not None:
+        return os.path.exists(local)
     fs, hadoop_path = filesystem(spark, path)
     return bool(fs.exists(hadoop_path))
 
@@ -75,6 +86,12 @@ _NUL = "\u0000"
 
 def list_names(spark: SparkSession, directory: str) -> list[str]:
     """Names of the entries of ``directory`` (none if it does not exist)."""
+    local = os_path(spark, directory)
+    if local is not None:
+        try:
+            return sorted(name for name in os.listdir(local) if not _is_checksum(name))
+        except (FileNotFoundError, NotADirectoryError):
+            return [os.path.basename(local)] if os.path.isfile(local) else []
     hadoop = _hadoop(spark)
     joined = str(hadoop.bridge.listNames(hadoop.configuration, directory))
     return sorted(name for name in joined.split(_NUL) if name)
@@ -82,11 +99,24 @@ def list_names(spark: SparkSession, directory: str) -> list[str]:
 
 def remove(spark: SparkSession, path: str) -> None:
     """Delete ``path`` recursively, if present."""
-    fs, hadoop_path = filesystem(spark, path)
-    fs.delete(hadoop_path, True)
+    local = os_path(spark, path)
+    if local is None:
+        fs, hadoop_path = filesystem(spark, path)
+        fs.delete(hadoop_path, True)
+    elif os.path.isdir(local) and not os.path.islink(local):
+        shutil.rmtree(local, ignore_errors=True)
+    else:
+        directory, name = os.path.split(local)
+        for file in (local, os.path.join(directory, f".{name}.crc")):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(file)
 
 
 def read_text(spark: SparkSession, path: str) -> str:
+    local = os_path(spark, path)
+    if local is not None:
+        with open(local, encoding="utf-8") as stream:
+            return stream.read()
     hadoop = _hadoop(spark)
     return str(hadoop.bridge.readText(hadoop.configuration, path))
 
@@ -103,7 +133,7 @@ def publish_text(spark: SparkSession, path: str, text: str) -> bool:
     manifest each. Elsewhere (and for paths with escaped characters, which Hadoop decodes)
     Hadoop does it.
     """
-    local = _local_path(spark, path) if "%" not in path else None
+    local = os_path(spark, path)
     if local is None:
         hadoop = _hadoop(spark)
         return bool(hadoop.bridge.publishText(hadoop.configuration, path, text))
@@ -195,7 +225,7 @@ def link(spark: SparkSession, source: str, target: str) -> None:
     """Make ``target`` a second name of ``source``'s bytes: a hard link on a local file
     system (no copy: copy-on-write and preserved files cost a directory entry), else a copy.
     Either way ``source`` can be deleted afterwards without affecting ``target``."""
-    source_local, target_local = _local_path(spark, source), _local_path(spark, target)
+    source_local, target_local = local_path(spark, source), local_path(spark, target)
     if source_local is not None and target_local is not None:
         os.makedirs(os.path.dirname(target_local), exist_ok=True)
         try:
@@ -216,8 +246,20 @@ def _copy(spark: SparkSession, source: str, target: str, delete_source: bool) ->
         raise OSError(f"could not copy {source} to {target}")
 
 
-def _local_path(spark: SparkSession, path: str) -> str | None:
-    """The operating-system path of a ``file:`` URI, None for other file systems."""
+def os_path(spark: SparkSession, path: str) -> str | None:
+    """The operating-system path of a ``file:`` path the driver can use itself, None for
+    other file systems and for paths with escaped characters (which Hadoop decodes)."""
+    return local_path(spark, path) if path.startswith("file:") and "%" not in path else None
+
+
+def _is_checksum(name: str) -> bool:
+    """Hadoop's local file system keeps a checksum file ``.name.crc`` beside each file."""
+    return name.startswith(".") and name.endswith(".crc")
+
+
+def local_path(spark: SparkSession, path: str) -> str | None:
+    """The operating-system path of a ``file:`` URI (a file the driver can write itself),
+    None for other file systems."""
     if path.startswith("file:"):  # as Hadoop writes them; read without a JVM round trip
         rest = path[len("file:") :]
         if not rest.startswith("//"):

@@ -16,12 +16,6 @@ from sparkmv.parse.statements import quote_identifier
 WEIGHT = "__sparkmv_weight"
 """The weight column of every Z-set DataFrame."""
 
-COUNT_COLUMN = "mv_count"
-"""Hidden in a view's storage: a row's multiplicity (a DISTINCT view) or a group's
-``COUNT(*)`` (an aggregate view)."""
-GROUP_KEY_PREFIX = "mv_k"
-"""Hidden in an aggregate view's storage: its group keys ``mv_k0 …``."""
-
 
 def column(name: str) -> Column:
     """The column ``name`` of a DataFrame, quoted so that names with spaces, dots, keywords or

@@ -53,6 +53,19 @@ REFRESH MATERIALIZED VIEW busy;
 SELECT * FROM by_region;
 SELECT * FROM totals;
 SELECT * FROM busy;
+-- Each view equals its query: no row in one but not the other (EXCEPT ALL, both ways).
+WITH expected AS (SELECT region, count(*) AS n, count(qty) AS n_qty, sum(qty) AS qty, avg(price) AS avg_price, min(item) AS first_item, max(qty) AS max_qty, count(DISTINCT item) AS items FROM sales GROUP BY region)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM by_region EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM by_region)) AS diff;
+WITH expected AS (SELECT count(*) AS n, sum(qty) AS qty, avg(qty) AS avg_qty, max(price) AS top FROM sales)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM totals EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM totals)) AS diff;
+WITH expected AS (SELECT upper(region) AS region, sum(qty) * 2 AS double_qty FROM sales GROUP BY upper(region) HAVING count(*) > 1)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM busy EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM busy)) AS diff;
 
 -- An aggregate below a join: its change is recomputed for the changed groups only.
 CREATE TABLE regions (region STRING, manager STRING) USING parquet;
@@ -65,6 +78,10 @@ INSERT INTO sales VALUES ('north', 'apple', 1, 1.00);
 EXPLAIN REFRESH MATERIALIZED VIEW managed;
 REFRESH MATERIALIZED VIEW managed;
 SELECT * FROM managed;
+WITH expected AS (SELECT g.region, g.n, r.manager FROM (SELECT region, count(*) AS n FROM sales GROUP BY region) AS g JOIN regions AS r ON g.region = r.region)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM managed EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM managed)) AS diff;
 
 -- TPC-H Q1's sums: DECIMAL(15,2) products widen to DECIMAL(38,6), kept exactly (ANSI mode).
 CREATE TABLE lines (flag STRING, price DECIMAL(15,2), discount DECIMAL(15,2), tax DECIMAL(15,2))
@@ -78,6 +95,10 @@ INSERT INTO lines VALUES ('A', 1.25, 0.50, 0.50), ('R', 20.00, 0.01, 0.07);
 DELETE FROM lines WHERE price = 250.50;
 REFRESH MATERIALIZED VIEW charges;
 SELECT * FROM charges ORDER BY flag;
+WITH expected AS (SELECT flag, sum(price * (1 - discount) * (1 + tax)) AS charge, avg(price * (1 - discount)) AS avg_disc_price, count(*) AS n FROM lines GROUP BY flag)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM charges EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM charges)) AS diff;
 SELECT flag, sum(price * (1 - discount) * (1 + tax)) AS charge,
        avg(price * (1 - discount)) AS avg_disc_price, count(*) AS n
 FROM lines GROUP BY flag ORDER BY flag;

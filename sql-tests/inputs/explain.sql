@@ -21,6 +21,16 @@ EXPLAIN REFRESH MATERIALIZED VIEW big;
 -- EXPLAIN refreshes nothing: the refresh count is still 1.
 DESCRIBE MATERIALIZED VIEW EXTENDED totals;
 
+-- Each view equals its query: no row in one but not the other (EXCEPT ALL, both ways).
+WITH expected AS (SELECT customer, SUM(amount) AS total FROM orders GROUP BY customer)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM totals EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM totals)) AS diff;
+WITH expected AS (SELECT id, amount FROM orders WHERE amount > 10)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM big EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM big)) AS diff;
+
 -- EXPLAIN CREATE makes the same checks as CREATE.
 EXPLAIN CREATE MATERIALIZED VIEW totals AS SELECT id FROM orders;
 EXPLAIN CREATE MATERIALIZED VIEW IF NOT EXISTS totals AS SELECT id FROM orders;

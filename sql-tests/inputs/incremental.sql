@@ -66,6 +66,44 @@ SELECT * FROM i;
 REFRESH MATERIALIZED VIEW e;
 SELECT * FROM e;
 
+-- Each view equals its query: no row in one but not the other (EXCEPT ALL, both ways).
+WITH expected AS (SELECT a + 1 AS a1, b FROM r WHERE a < 3 OR b IS NULL)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM sp EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM sp)) AS diff;
+WITH expected AS (SELECT r.a, s.c FROM r JOIN s ON r.b = s.b)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM j EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM j)) AS diff;
+WITH expected AS (SELECT x.a, y.a AS a2 FROM r x, r y WHERE x.b = y.b AND x.a < y.a)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM sj EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM sj)) AS diff;
+WITH expected AS (SELECT DISTINCT b FROM r)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM d EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM d)) AS diff;
+WITH expected AS (SELECT b FROM r UNION ALL SELECT b FROM s)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM ua EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM ua)) AS diff;
+WITH expected AS (SELECT b FROM r UNION SELECT b FROM s)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM u EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM u)) AS diff;
+WITH expected AS (SELECT b FROM r INTERSECT SELECT b FROM s)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM i EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM i)) AS diff;
+WITH expected AS (SELECT b FROM r EXCEPT SELECT b FROM s)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM e EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM e)) AS diff;
+WITH expected AS (WITH keys AS (SELECT DISTINCT b FROM r) SELECT keys.b, s.c FROM keys JOIN s ON keys.b = s.b)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM w EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM w)) AS diff;
+
 -- Both copies of b = 1 leave DISTINCT's input only when the last one goes.
 UPDATE r SET b = 2 WHERE b = 1 AND a = 1;
 REFRESH MATERIALIZED VIEW d;
@@ -79,6 +117,23 @@ REFRESH MATERIALIZED VIEW i;
 SELECT * FROM i;
 REFRESH MATERIALIZED VIEW e;
 SELECT * FROM e;
+-- And after their second refresh.
+WITH expected AS (SELECT DISTINCT b FROM r)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM d EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM d)) AS diff;
+WITH expected AS (SELECT b FROM r UNION SELECT b FROM s)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM u EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM u)) AS diff;
+WITH expected AS (SELECT b FROM r INTERSECT SELECT b FROM s)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM i EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM i)) AS diff;
+WITH expected AS (SELECT b FROM r EXCEPT SELECT b FROM s)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM e EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM e)) AS diff;
 
 -- The hidden counter never shows.
 DESCRIBE MATERIALIZED VIEW EXTENDED d;
@@ -88,6 +143,10 @@ CREATE MATERIALIZED VIEW unread AS WITH unused AS (SELECT a FROM r) SELECT c FRO
 INSERT INTO r VALUES (9, 9);
 REFRESH MATERIALIZED VIEW unread;
 SELECT * FROM unread;
+WITH expected AS (WITH unused AS (SELECT a FROM r) SELECT c FROM s)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM unread EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM unread)) AS diff;
 
 -- UNION ALL of an INT and a BIGINT branch is BIGINT, also when only the INT branch changed.
 CREATE TABLE wide (b BIGINT) USING parquet;
@@ -96,6 +155,10 @@ CREATE MATERIALIZED VIEW widened AS SELECT b FROM r UNION ALL SELECT b FROM wide
 INSERT INTO r VALUES (7, 7);
 REFRESH MATERIALIZED VIEW widened;
 SELECT * FROM widened;
+WITH expected AS (SELECT b FROM r UNION ALL SELECT b FROM wide)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM widened EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM widened)) AS diff;
 
 -- Unchanged tables are joined once: two of the chain's four tables change, and ΔV is the
 -- change of their join (two terms), joined with the other two.
@@ -115,3 +178,7 @@ INSERT INTO c3 VALUES (20, 100);
 EXPLAIN REFRESH MATERIALIZED VIEW chain;
 REFRESH MATERIALIZED VIEW chain;
 SELECT * FROM chain;
+WITH expected AS (SELECT c1.v, c4.w FROM c1, c2, c3, c4 WHERE c1.k = c2.k AND c2.l = c3.l AND c3.m = c4.m)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM chain EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM chain)) AS diff;

@@ -34,6 +34,10 @@ CREATE MATERIALIZED VIEW outer_join AS SELECT t.a, u.c FROM t LEFT JOIN u ON t.a
 INSERT INTO u VALUES (2, 'y');
 REFRESH MATERIALIZED VIEW outer_join;
 SELECT * FROM outer_join;
+WITH expected AS (SELECT t.a, u.c FROM t LEFT JOIN u ON t.a = u.a)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM outer_join EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM outer_join)) AS diff;
 REFRESH MATERIALIZED VIEW outer_join INCREMENTAL;
 
 -- A maintainable view refreshed FULL on request, then incrementally again.
@@ -43,6 +47,10 @@ REFRESH MATERIALIZED VIEW plain FULL;
 INSERT INTO t VALUES (4, 4);
 REFRESH MATERIALIZED VIEW plain;
 SELECT * FROM plain;
+WITH expected AS (SELECT a, b FROM t WHERE a > 0)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM plain EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM plain)) AS diff;
 
 -- Policy FULL keeps a maintainable view on full refreshes; SET REFRESH AUTO lets the next
 -- refresh lay its storage out for incremental maintenance, and the one after is incremental.
@@ -54,3 +62,7 @@ REFRESH MATERIALIZED VIEW always_full;
 INSERT INTO t VALUES (6, 6);
 REFRESH MATERIALIZED VIEW always_full;
 SELECT * FROM always_full;
+WITH expected AS (SELECT a FROM t)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM always_full EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM always_full)) AS diff;

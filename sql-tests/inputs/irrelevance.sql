@@ -41,6 +41,19 @@ INSERT INTO r VALUES (20, 10);
 EXPLAIN REFRESH MATERIALIZED VIEW v;
 REFRESH MATERIALIZED VIEW v;
 SET spark.sparkmv.irrelevanceFilters.enabled = true;
+-- Each view equals its query: no row in one but not the other (EXCEPT ALL, both ways).
+WITH expected AS (SELECT a, d FROM r, s WHERE a < 10 AND c > 5 AND b = c)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM v EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM v)) AS diff;
+WITH expected AS (SELECT id, kind FROM events WHERE (kind = 'click' AND score >= 2.5) OR (day < DATE '2026-01-01' AND id BETWEEN 10 AND 20))
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM picked EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM picked)) AS diff;
+WITH expected AS (SELECT id FROM events WHERE id > 5 AND id < 3)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM never EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM never)) AS diff;
 
 -- An update of columns the view never reads cancels out before any join (a readily
 -- ignorable update): its pre- and post-image agree on every column the view reads.
@@ -50,3 +63,7 @@ CREATE MATERIALIZED VIEW priced AS SELECT id, price FROM items WHERE price > 5;
 UPDATE items SET note = 'changed';
 REFRESH MATERIALIZED VIEW priced;
 SELECT * FROM priced ORDER BY id;
+WITH expected AS (SELECT id, price FROM items WHERE price > 5)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM priced EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM priced)) AS diff;

@@ -22,6 +22,10 @@ SELECT * FROM orders ORDER BY id;
 -- The view refreshes to its query; the change log recorded every write.
 REFRESH MATERIALIZED VIEW open_orders;
 SELECT * FROM open_orders ORDER BY region NULLS FIRST;
+WITH expected AS (SELECT region, count(*) AS n, sum(qty) AS qty FROM orders WHERE status = 'open' GROUP BY region)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM open_orders EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM open_orders)) AS diff;
 
 -- A MERGE whose ON condition matches a target row twice changes nothing.
 INSERT INTO updates VALUES (9, 'dup', 1, 'east');

@@ -7,6 +7,7 @@ the copy-on-write cannot express fail with a clear error and change nothing.
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 
 import pytest
@@ -127,19 +128,37 @@ def test_unsupported_statements_say_why(spark: SparkSession, db: str) -> None:
     assert spark_own.value.getCondition() == "UNSUPPORTED_FEATURE.TABLE_OPERATION"
 
 
+MIN_UPDATES = 3
+MAX_UPDATES = 50
+
+
 def test_readers_see_whole_statements(spark: SparkSession, db: str) -> None:
-    """Every row of every file is updated together; a reader sees all old or all new."""
+    """Every row of every file is updated together; a reader sees all old or all new.
+
+    The writer runs UPDATEs (at least ``MIN_UPDATES``) until a read has completed since it
+    started, so that at least one read overlapped the writes however slow the machine; if
+    none completes in ``MAX_UPDATES`` the readers are blocked, and the test fails."""
     spark.sql("CREATE TABLE t (k BIGINT, v BIGINT, p INT) USING parquet PARTITIONED BY (p)")
     spark.sql("INSERT INTO t SELECT id, 0, id % 4 FROM range(400)")
+    read_completed = threading.Event()
+    updates = 0
+
+    def read() -> tuple[int, int, int]:
+        count, low, high = spark.sql("SELECT count(*), min(v), max(v) FROM t").head()
+        read_completed.set()
+        return count, low, high
 
     def write() -> None:
-        for round_ in range(1, 4):
-            spark.sql(f"UPDATE t SET v = {round_}")
+        nonlocal updates
+        read_completed.clear()
+        while updates < MIN_UPDATES or not read_completed.is_set():
+            assert updates < MAX_UPDATES, f"no read completed during {updates} UPDATEs"
+            updates += 1
+            spark.sql(f"UPDATE t SET v = {updates}")
 
-    seen = set(
-        read_while(lambda: tuple(spark.sql("SELECT count(*), min(v), max(v) FROM t").head()), write)
-    )
-    assert seen <= {(400, n, n) for n in range(4)}, seen
+    seen = set(read_while(read, write))
+    assert read_completed.is_set(), "no read completed while the UPDATEs ran"
+    assert seen <= {(400, n, n) for n in range(updates + 1)}, seen
 
 
 def test_a_merge_without_matched_clauses_may_match_a_row_twice(

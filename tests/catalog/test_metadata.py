@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from sparkmv.catalog import properties as keys
-from sparkmv.catalog.metadata import MvMetadata, RefreshStats
+from sparkmv.catalog.metadata import ModeHistory, MvMetadata, RefreshStats
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import RefreshPolicy, RefreshTrigger, TableName
+from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshTrigger, TableName
 
 
 def metadata(query: str) -> MvMetadata:
@@ -23,7 +23,13 @@ def metadata(query: str) -> MvMetadata:
         snapshot="file:/w/_sparkmv/db/v/snapshot-1",
         row_count=3,
         created_ms=1,
-        stats=RefreshStats(refreshes=2, full_refreshes=2, last_mode="FULL", last_reason="why"),
+        stats=RefreshStats(
+            refreshes=2,
+            full_refreshes=2,
+            last_mode="FULL",
+            last_reason="why",
+            cost_history={RefreshMode.FULL: ModeHistory(2, mean_ms=812.5, mean_model_ms=301.2)},
+        ),
     )
 
 
@@ -50,3 +56,13 @@ def test_a_newer_format_is_refused() -> None:
     with pytest.raises(SparkMvError) as raised:
         MvMetadata.from_properties(TableName("v", "db"), encoded)
     assert raised.value.error_class is ErrorClass.MATERIALIZED_VIEW_UNSUPPORTED_FEATURE
+
+
+def test_the_cost_history_is_one_property_and_a_view_without_one_reads_as_empty() -> None:
+    encoded = metadata("SELECT 1").to_properties()
+    assert encoded[keys.COST_HISTORY] == (
+        '{"FULL": {"mean_model_ms": 301.2, "mean_ms": 812.5, "refreshes": 2}}'
+    )
+    del encoded[keys.COST_HISTORY]  # written before the cost model
+    read = MvMetadata.from_properties(TableName("v", "db"), encoded)
+    assert read.stats.cost_history == {}

@@ -15,18 +15,19 @@ from sparkmv.analyze.relational import Scan, walk
 from sparkmv.commands import refresh
 from sparkmv.commands.context import CommandContext
 from sparkmv.delta.engine import DeltaEngine
-from sparkmv.parse.statements import TableName
+from sparkmv.parse.statements import RefreshMode, TableName
+from sparkmv.plan.refresh_plan import plan_refresh
 
 
 def pending(spark: SparkSession, db: str) -> tuple[DeltaEngine, Scan]:
     """The engine a refresh of ``priced`` would run now, and its one scan."""
     context = CommandContext.of(spark)
     view = context.catalog.get(TableName("priced", db))
-    query = refresh.view_query(spark, view)
     bases = context.peek_tracking(view.base_tables)
-    assert query.maintainability.root is not None
-    (scan,) = [n for n in walk(query.maintainability.root) if isinstance(n, Scan)]
-    return refresh.screened_engine(spark, view, query, bases), scan
+    plan = plan_refresh(spark, view, RefreshMode.INCREMENTAL, bases)
+    assert plan.query is not None and plan.query.maintainability.root is not None
+    (scan,) = [n for n in walk(plan.query.maintainability.root) if isinstance(n, Scan)]
+    return refresh.screened_engine(spark, plan.query, bases, plan.changed), scan
 
 
 def test_changes_the_view_cannot_see_reach_no_rule(spark: SparkSession, db: str) -> None:

@@ -3,9 +3,9 @@
 Both are deterministic for a given statement and data (timings are not, and stay in
 ``bench/``): a job is Spark's fixed cost of 60-130 ms here, a round trip 0.1-0.4 ms, so a
 regression in either shows up as a slower refresh at every scale. The counts are what the
-refresh path is built to: 2 jobs for a single-table view (compute ΔV, write the merge), 2
-more for a patch (broadcast ΔV's keys, find and mask the rows it replaces), ≤ 6 for a join, and
-a refresh with nothing pending runs no job.
+refresh path is built to: 2 jobs for a single-table view (compute ΔV, merge), 1 more for a
+patch (find and mask the rows it replaces), 1 for a row view's insertions (appended), ≤ 6 for
+a join, and a refresh with nothing pending runs no job.
 """
 
 from __future__ import annotations
@@ -96,17 +96,32 @@ def test_an_incremental_refresh_of_a_single_table_view_runs_two_jobs(
     assert_view_matches_query(spark, "v")
 
 
-def test_a_patching_refresh_runs_four_jobs(spark: SparkSession, fact: str) -> None:
-    """Stage ΔV, broadcast its keys and find and mask the stored rows it replaces, write
-    the merge."""
+def test_a_patching_refresh_runs_three_jobs(spark: SparkSession, fact: str) -> None:
+    """Stage ΔV; find and mask the stored rows its deletions replace (by the key hashes
+    of ΔV, listed in the query: no broadcast); merge."""
     confs = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
     with session_confs(spark, confs):
         spark.sql("CREATE MATERIALIZED VIEW v AS SELECT id, v * 2 AS w FROM fact WHERE k < 5")
         change_fact(spark)
         row, cost = refresh(spark, "v")
     assert row.mode == "INCREMENTAL"
-    assert cost.jobs == 4
+    assert cost.jobs == 3
     assert cost.round_trips <= JOIN_OR_PATCH_ROUND_TRIP_BUDGET
+    assert_view_matches_query(spark, "v")
+
+
+def test_an_insert_only_refresh_of_a_row_view_runs_one_job(spark: SparkSession, fact: str) -> None:
+    """Stage ΔV; its copies are appended to the touched buckets from the driver: no stored
+    row is read and nothing is merged (a bag of rows)."""
+    confs = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
+    with session_confs(spark, confs):
+        spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k, v * 2 AS w FROM fact WHERE k < 5")
+        spark.sql("INSERT INTO fact SELECT id, id % 10, id % 7 FROM range(1000, 1030)")
+        spark.sql("INSERT INTO fact SELECT id, 1, 1 FROM range(2000, 2003)")  # duplicates
+        row, cost = refresh(spark, "v")
+    assert (row.mode, row.rows_inserted, row.rows_deleted) == ("INCREMENTAL", 18, 0)
+    assert cost.jobs == 1
+    assert cost.round_trips <= ROUND_TRIP_BUDGET
     assert_view_matches_query(spark, "v")
 
 

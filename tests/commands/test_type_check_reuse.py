@@ -15,9 +15,9 @@ import pytest
 from conftest import assert_view_matches_query
 from pyspark.sql import SparkSession
 from sparkmv.catalog.metadata import MvMetadata
-from sparkmv.commands import refresh
 from sparkmv.commands.context import CommandContext
 from sparkmv.parse.statements import TableName
+from sparkmv.plan import refresh_plan
 
 
 def metadata(spark: SparkSession, db: str) -> MvMetadata:
@@ -45,13 +45,13 @@ def test_the_type_check_runs_again_only_after_a_schema_change(
     assert created_key
 
     checks: list[str] = []
-    check: Callable[..., Any] = refresh.maintainability_of
+    check: Callable[..., Any] = refresh_plan.maintainability_of
 
     def counted(*arguments: Any) -> Any:
         checks.append("check")
         return check(*arguments)
 
-    monkeypatch.setattr(refresh, "maintainability_of", counted)
+    monkeypatch.setattr(refresh_plan, "maintainability_of", counted)
 
     spark.sql("INSERT INTO facts VALUES (1, 11)")
     assert refreshed(spark) == "INCREMENTAL"

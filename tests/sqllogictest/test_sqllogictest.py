@@ -20,6 +20,7 @@ import pytest
 from conftest import FULL_RUN
 from pyspark.sql import SparkSession
 from runner import (
+    CORPUS_ENV,
     FILES,
     Expected,
     Group,
@@ -49,12 +50,28 @@ from runner import (
 SAMPLE = {"select1": 5, "select2": 4, "select3": 5, "select4": 3, "select5": 1}
 MAX_TABLES = {"select4": 2, "select5": 4}
 SEED = random.randrange(2**31) if FULL_RUN else 20240611
-needs_corpus = pytest.mark.skipif(
-    not corpus_dir().is_dir(), reason=f"no sqllogictest corpus at {corpus_dir()}"
-)
+REQUIRE_CORPORA_ENV = "SPARKMV_REQUIRE_CORPORA"
+"""Set to 1 (CI does, in .ci/run) to fail, not skip, the tests that need the corpus when it
+is missing: a skipped test in CI would pass a run that checked nothing."""
 
 
-@needs_corpus
+@pytest.fixture
+def corpus() -> Path:
+    """The sqllogictest corpus directory; without it the test is skipped (locally) or fails
+    (with ``SPARKMV_REQUIRE_CORPORA=1``)."""
+    found = corpus_dir()
+    if not found.is_dir():
+        missing = (
+            f"no sqllogictest corpus at {found} (the shared corpora are expected in "
+            f"../shared/corpora beside the repository, or set {CORPUS_ENV})"
+        )
+        if os.environ.get(REQUIRE_CORPORA_ENV) == "1":
+            pytest.fail(f"{missing}; {REQUIRE_CORPORA_ENV}=1 requires it", pytrace=False)
+        pytest.skip(missing)
+    return found
+
+
+@pytest.mark.usefixtures("corpus")
 def test_sqllogictest_sample_as_views(spark: SparkSession) -> None:
     summary = Summary()
     for name in FILES:
@@ -72,12 +89,11 @@ def test_sqllogictest_sample_as_views(spark: SparkSession) -> None:
     assert counts["view-correct"] >= 0.8 * counts["plain-correct"], report
 
 
-@needs_corpus
-def test_result_checks_reproduce_sqlite() -> None:
+def test_result_checks_reproduce_sqlite(corpus: Path) -> None:
     """Formatting, sort modes and hashing, applied to SQLite's own answers, match the files."""
     rng = random.Random(SEED)
     for name in FILES:
-        script = parse_script(corpus_dir() / f"{name}.test")
+        script = parse_script(corpus / f"{name}.test")
         queries = [record for record in script.records if isinstance(record, Query)]
         chosen = {id(query) for query in rng.sample(queries, 60)}
         database = sqlite3.connect(":memory:")
@@ -146,9 +162,8 @@ def test_a_view_that_differs_from_its_query_is_wrong() -> None:
     assert judge_view(query, outcome, [(5, None)], [(5, 0.0)]) == "wrong"
 
 
-@needs_corpus  # the ledger's coverage is counted against the corpus's files
 def test_recorded_parts_merge_into_the_ledger(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, corpus: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A part keeps every count but only the outcomes worth reading; the ledger adds the
     parts up, says what each ran on and what is not covered, and fails on a wrong view."""
@@ -164,7 +179,7 @@ def test_recorded_parts_merge_into_the_ledger(
     assert part["counts"]["queries"] == 2 and len(part["outcomes"]) == 1  # the wrong one
     assert part["provenance"]["command"] == "runner.py --files select1"
 
-    assert print_ledger(ledger, corpus_dir()) == 1
+    assert print_ledger(ledger, corpus) == 1  # coverage is counted against the corpus's files
     printed = capsys.readouterr().out
     assert "SLT queries 4" in printed and "SLT view-wrong 1" in printed
     assert "SLT covered select1 4 of 1000" in printed

@@ -2,21 +2,26 @@
 
 Order, each step safe to crash after (as for a full refresh, ``materialize.py``):
 1. compute ΔV once, with each row's bucket: brought to the driver when small (its buckets
-   counted there) and merged as a local relation, else written into the new snapshot
-   (``CHANGE_DIR``, by bucket: the directories it wrote are the buckets it touches, its
-   files' footers count its rows per bucket);
+   and key hashes counted there) and merged as a local relation, else written into the new
+   snapshot (``CHANGE_DIR``, by bucket: the directories it wrote are the buckets it
+   touches, its files' footers count its rows per bucket);
 2. find the stored rows ΔV merges into: in each patched bucket, the rows equal to a row of
-   ΔV on ``Merge.key_columns`` (a row's value, a group's keys), read without the rows the
-   snapshot's mask already hides, and write them, with their positions, as the new
+   ΔV on ``Merge.key_columns`` (a row's value, a group's keys; in a bag of rows only the
+   deleted values: an inserted copy is appended and replaces nothing), read without the
+   rows the snapshot's mask already hides, and write them, with their positions, as the new
    snapshot's mask (by bucket): they are about to be replaced;
 3. write, into the new snapshot, the merge of those rows (and of the buckets rewritten
-   whole) with ΔV (``Merge.rewrite``): for rows (``row_merge``) the stored rows (as a
-   Z-set: weight 1 per copy, or the stored counter) plus ΔV's, consolidated, a row whose
-   multiplicity reaches zero dropped; for an aggregate view's groups, their state plus the
-   change's (``apply/aggregate.py``);
+   whole) with ΔV (``Merge.merged``, planned in ``plan/merge.py`` for rows and in
+   ``plan/aggregate_view.py`` for an aggregate view's groups): the stored rows (as a Z-set:
+   weight 1 per copy, or the stored counter; a group's state) plus ΔV's, a row whose
+   multiplicity reaches zero dropped;
 4. hard-link the files of every bucket not rewritten whole into the new snapshot, and the
    old mask's files of those buckets into its mask;
 5. the caller commits the catalog view to the new snapshot (one metastore call).
+
+Steps 2 and 3 write few rows when ΔV is small; those rows are then collected and written
+by the driver (``BucketWriter``, ``apply/driver_files.py``) instead of by a Spark write,
+whose job and commit protocol cost most of a small refresh.
 
 The stored rows are read by bucket directory and explicit schema: no listing of the other
 buckets, no schema inference, no job to count anything.
@@ -35,36 +40,36 @@ change the log did not see): nothing is committed and the caller refreshes fully
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import reduce
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkmv import fs
+from sparkmv.apply.driver_files import carried_by_driver, writable_directory, write_by_bucket
 from sparkmv.apply.snapshot import (
-    BUCKET_COLUMN,
     CHANGE_DIR,
     FILE_COLUMN,
     MASK_SCHEMA,
     ROW_COLUMN,
     bucket_of,
     keep_schema_readable,
+    key_hash_sql,
     mask_path,
     new_snapshot_path,
-    observed_counts,
     read_mask,
     remove_path,
-    storage_columns,
 )
-from sparkmv.catalog.metadata import MvMetadata, StorageLayout
+from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
-from sparkmv.delta.relation import WEIGHT_SQL, TempViews
-from sparkmv.parse.statements import quote_identifier
-from sparkmv.zset import COUNT_COLUMN
+from sparkmv.observations import observed_counts
+from sparkmv.plan.merge import METRICS, Merge
+from sparkmv.stored_columns import BUCKET_COLUMN
+from sparkmv.zset import WEIGHT
 
 DEFAULT_MAX_MASKED_SHARE = 0.25
 """A touched bucket whose mask would hide more than this share of its stored rows is
@@ -74,6 +79,10 @@ DEFAULT_PATCH_MIN_ROWS = 50_000
 them would cost more Spark jobs than writing them."""
 MAX_FILES_PER_BUCKET = 16
 """A touched bucket with this many files is compacted (each patch adds one file)."""
+
+
+BucketFiles = dict[int, dict[str, int]]
+"""A snapshot's data files: per bucket, each file's name and size in bytes."""
 
 
 @dataclass(frozen=True)
@@ -91,38 +100,20 @@ class ChangeDoesNotFitError(Exception):
     """ΔV would make some row's multiplicity negative: the stored view and ΔV disagree."""
 
 
-@dataclass(frozen=True)
-class Merge:
-    """How a layout merges a change into the stored rows it hits.
-
-    ``key_columns``: the columns that identify a stored row (a row's value, a group's
-    keys): a change row merges into the stored rows equal to it on them (NULL equal to
-    NULL), and their hash is the row's bucket (as when the snapshot was written);
-    ``schema``: a stored file's columns; ``rewrite(stored, change, path)`` writes the merge
-    of ``stored`` (every stored row with the keys of some change row, and maybe others)
-    with ``change`` into ``path`` (partitioned by bucket) and returns the metrics
-    ``inserted``, ``deleted``, ``rewritten`` (rows written), ``negative``.
-    """
-
-    key_columns: list[str]
-    schema: T.StructType
-    rewrite: Callable[[DataFrame, DataFrame, str], dict[str, int]]
-
-
-METRICS = ("inserted", "deleted", "rewritten", "negative")
-
-
 def apply_change(
     spark: SparkSession, root: str, view: MvMetadata, change: DataFrame, merge: Merge
 ) -> AppliedChange:
     """Apply ``change`` to the snapshot of ``view`` by ``merge``; the new snapshot is
     written under ``root``.
 
-    Spark jobs: one stages ΔV, one writes the merged rows, and a patch costs one more that
-    finds (and masks) the stored rows ΔV replaces, plus the broadcast of ΔV's keys it joins
-    them with. Which buckets ΔV touches, how many rows
-    it has in each and how many rows each bucket's mask holds are read from the files those
-    jobs wrote (listings and parquet footers), not by jobs of their own.
+    Spark jobs: one computes ΔV; one merges it (and writes the merged rows); a patch
+    costs one more that finds (and masks) the stored rows ΔV replaces. In a bag of rows, a
+    small ΔV that only inserts costs just the first: its copies are appended from the
+    driver. A small ΔV's merge and hits are collected and written by the
+    driver (``BucketWriter``), a large one's by Spark (and a join with ΔV's keys then costs
+    a broadcast). Which buckets ΔV touches, how many rows it has in each and how many rows
+    each bucket's mask holds come from ΔV at the driver or from the files those jobs wrote
+    (listings and parquet footers), not from jobs of their own.
     """
     path = new_snapshot_path(root)
     try:
@@ -134,16 +125,21 @@ def apply_change(
         files = _bucket_files(spark, view.snapshot)
         mask = _stored_mask(spark, view)
         whole = touched
-        if _patching(spark, view, len(touched)):
+        if staged.appended is not None or _patching(spark, view, len(touched)):
             whole = _to_compact(spark, view, staged.rows, mask, files)
-        merged = _live_rows(spark, view, merge.schema, mask, whole, files)
         hit_count = 0
-        if touched - whole:
-            hits, hit_count = _mask_hits(
-                spark, view, merge, staged.frame, touched - whole, mask, files, path
-            )
-            merged = hits.unionByName(merged)
-        observed = merge.rewrite(merged, staged.frame, path)  # stored columns, bucket
+        if staged.appended is not None and not whole:
+            observed = _append(spark, staged.appended, path)
+        else:
+            writer = _writer(merge, staged, whole, files, path)
+            merged = _live_rows(spark, view, merge.schema, mask, whole, files)
+            probed = (touched - whole) & staged.probed_buckets
+            if probed:
+                hits, hit_count = _mask_hits(
+                    spark, view, merge, staged, probed, mask, files, writer
+                )
+                merged = hits.unionByName(merged)
+            observed = write_merged(merge, merged, staged.frame, path, writer)
         if observed["negative"]:
             raise ChangeDoesNotFitError(
                 f"{observed['negative']} rows of the view would occur a negative number of times"
@@ -167,60 +163,101 @@ def apply_change(
 
 @dataclass(frozen=True)
 class StagedChange:
-    """ΔV computed once, with each row's bucket: read by the jobs that merge it;
-    ``rows``: its rows per bucket."""
+    """ΔV computed once, with each row's bucket: read by the jobs that merge it.
+
+    ``rows``: its rows per bucket. ``at_driver``: it was collected and written by the
+    driver. ``probes``: the key hashes (``key_hash_sql``) of its rows that need the stored
+    rows equal to them (all rows; a bag's deletions only), when at the driver and not too
+    many to list in a query. ``probed_buckets``: the buckets of those rows. ``appended``:
+    in a bag of rows, when ΔV only inserts and is at the driver, its rows each ``weight``
+    times, with their bucket: all the refresh has to store."""
 
     frame: DataFrame
     rows: dict[int, int]
+    at_driver: bool = False
+    probes: list[int] | None = None
+    probed_buckets: frozenset[int] = frozenset()
+    appended: pa.Table | None = None
 
 
 LOCAL_CHANGE_MAX_ROWS = 100_000
-"""A ΔV of at most this many rows is brought to the driver and merged as a local relation;
-a larger one is written into the new snapshot (``CHANGE_DIR``) and read back."""
-
-LOCAL_CHANGE_TYPES = (
-    T.BooleanType,
-    T.ByteType,
-    T.ShortType,
-    T.IntegerType,
-    T.LongType,
-    T.FloatType,
-    T.DoubleType,
-    T.DecimalType,
-    T.StringType,
-    T.BinaryType,
-    T.DateType,
-    T.TimestampType,
-    T.TimestampNTZType,
-)
-"""Column types that travel to the driver as Arrow and back unchanged."""
+"""A ΔV of at most this many rows is collected and written into the new snapshot
+(``CHANGE_DIR``) by the driver; a larger one is written there by Spark. Either way the merge
+reads it back from there."""
+MAX_LISTED_PROBES = 20_000
+"""Up to this many key hashes of ΔV find the stored rows they hit by a filter listing
+them (``IN``: no join, so no broadcast job); more are joined with."""
+DRIVER_WRITE_MAX_BYTES = 32 * 1024 * 1024
+"""Stored buckets of up to this many parquet bytes, rewritten whole, are merged through the
+driver when ΔV is there (``BucketWriter``); larger ones are written by Spark."""
+KEY_HASH = "__sparkmv_key_hash"
 
 
 def _stage_change(
     spark: SparkSession, change: DataFrame, merge: Merge, buckets: int, path: str
 ) -> StagedChange:
     """ΔV (``change``) with its bucket, computed by one Spark job (which also fills any
-    observation on the change's inputs), and its rows per bucket.
+    observation on the change's inputs), written into ``path``'s ``CHANGE_DIR`` by bucket
+    and read back from there; and its rows per bucket.
 
-    A small ΔV comes to the driver as Arrow (its buckets counted there) and goes back as a
-    local relation: a collect costs about a quarter of a partitioned write and its commit.
-    Otherwise (larger, or of a type Arrow does not carry back unchanged) ΔV is written into
-    ``path``'s ``CHANGE_DIR`` by bucket and read back, its rows counted from the files'
-    footers."""
+    A small ΔV comes to the driver as Arrow, where its buckets and key hashes are counted
+    and its files written (``BucketWriter``): a collect costs about a quarter of a
+    partitioned Spark write and its commit. Otherwise (larger, of a type Arrow does not
+    carry back unchanged, or on a file system the driver cannot write) Spark writes it,
+    and its rows are counted from the files' footers."""
     bucketed = change.withColumn(BUCKET_COLUMN, bucket_of(change, merge.key_columns, buckets))
     schema = _bucketed(change.schema)
-    if all(isinstance(field.dataType, LOCAL_CHANGE_TYPES) for field in schema.fields):
-        table = bucketed.toArrow()
-        if table.num_rows <= LOCAL_CHANGE_MAX_ROWS:
-            counted = pc.value_counts(table.column(BUCKET_COLUMN)).to_pylist()
-            rows = {int(item["values"]): int(item["counts"]) for item in counted}
-            frame = spark.createDataFrame(table, schema=schema) if rows else change
-            return StagedChange(frame, rows)
     staged_path = f"{path}/{CHANGE_DIR}"
+    local = writable_directory(spark, staged_path)
+    if local is not None and carried_by_driver(schema):
+        hashed = key_hash_sql(schema, merge.key_columns)
+        collected = bucketed.selectExpr("*", f"{hashed or 'CAST(0 AS BIGINT)'} AS {KEY_HASH}")
+        table = collected.toArrow()
+        if table.num_rows <= LOCAL_CHANGE_MAX_ROWS:
+            rows, probes, probed = _staged_at_driver(table, merge, hashed is not None, local)
+            frame = _read_buckets(spark, staged_path, schema, sorted(rows)) if rows else change
+            appended = _copies(table) if merge.bag and not probed else None
+            return StagedChange(frame, rows, True, probes, probed, appended)
     bucketed.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(staged_path)
     rows = _rows_per_bucket(fs.parquet_row_counts(spark, staged_path))
     frame = spark.read.schema(schema).parquet(staged_path) if rows else change
-    return StagedChange(frame, {bucket: n for bucket, n in rows.items() if n})
+    touched = {bucket: n for bucket, n in rows.items() if n}
+    return StagedChange(frame, touched, probed_buckets=frozenset(touched))
+
+
+def _staged_at_driver(
+    table: pa.Table, merge: Merge, hashable: bool, directory: str
+) -> tuple[dict[int, int], list[int] | None, frozenset[int]]:
+    """Write ΔV, collected as ``table`` (with its key hashes), by bucket under the local
+    ``directory``; return its rows per bucket, and the probes that look up the stored rows
+    it hits (``StagedChange``: a bag's insertions need none) and their buckets."""
+    probing = table
+    if merge.bag:
+        probing = table.filter(pc.less(table.column(WEIGHT), 0))
+    probed = frozenset(int(b) for b in pc.unique(probing.column(BUCKET_COLUMN)).to_pylist())
+    probes = None
+    if hashable:
+        hashes = pc.unique(probing.column(KEY_HASH)).to_pylist()
+        probes = [int(h) for h in hashes] if len(hashes) <= MAX_LISTED_PROBES else None
+    rows = write_by_bucket(table.drop_columns([KEY_HASH]), directory)
+    return rows, probes, probed
+
+
+def _copies(table: pa.Table) -> pa.Table:
+    """The rows of a Z-set of positive weights (with its bucket), each ``weight`` times,
+    without the weight and the key hash: a bag's stored rows."""
+    weights = table.column(WEIGHT).to_pylist()
+    indices = pa.array([i for i, weight in enumerate(weights) for _ in range(weight)], pa.int64())
+    return table.drop_columns([WEIGHT, KEY_HASH]).take(indices)
+
+
+def _append(spark: SparkSession, rows: pa.Table, path: str) -> dict[str, int]:
+    """Write ``rows`` (``_copies``) into the snapshot ``path`` from the driver; return the
+    merge's metrics: each row is a visible row inserted and written."""
+    directory = writable_directory(spark, path)
+    assert directory is not None  # ΔV was written from the driver into this snapshot
+    written = sum(write_by_bucket(rows, directory).values())
+    return {"inserted": written, "deleted": 0, "rewritten": written, "negative": 0}
 
 
 def _rows_per_bucket(counts: dict[str, int]) -> dict[int, int]:
@@ -310,7 +347,7 @@ def _live_rows(
     schema: T.StructType,
     mask: StoredMask,
     buckets: frozenset[int],
-    files: dict[int, list[str]],
+    files: BucketFiles,
     positions: bool = False,
 ) -> DataFrame:
     """The stored rows of ``buckets`` that are part of the view (``schema``: a stored
@@ -348,25 +385,24 @@ def _mask_hits(
     spark: SparkSession,
     view: MvMetadata,
     merge: Merge,
-    change: DataFrame,
+    staged: StagedChange,
     buckets: frozenset[int],
     mask: StoredMask,
-    files: dict[int, list[str]],
-    path: str,
+    files: BucketFiles,
+    writer: BucketWriter,
 ) -> tuple[DataFrame, int]:
     """Write, into the new snapshot's mask, the live stored rows of the patched ``buckets``
-    that ``change`` merges into (equal on ``Merge.key_columns``, NULL-safe, same bucket),
-    whole and with their positions: the mask reads the positions, the merge the rows (so
-    they are found once). One Spark job; return those rows as written, and their number."""
+    that ΔV merges into (equal on ``Merge.key_columns``, NULL-safe, same bucket), whole and
+    with their positions: the mask reads the positions, the merge the rows (so they are
+    found once). One Spark job; return those rows as written, and their number."""
     stored = _live_rows(spark, view, merge.schema, mask, buckets, files, positions=True)
-    hit = _rows_hit(stored, change, merge.key_columns)
-    target = mask_path(path)
-    hit.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(target)
-    hits = _rows_per_bucket(fs.parquet_row_counts(spark, target))
-    written = sorted(bucket for bucket, rows in hits.items() if rows)
+    hit = _rows_hit(stored, staged, merge)
+    schema = _bucketed(merge.schema)
+    target = mask_path(writer.path)
+    written = {bucket: rows for bucket, rows in writer.write(hit, target).items() if rows}
     if not written:
-        return spark.createDataFrame([], _bucketed(merge.schema)), 0
-    return _read_buckets(spark, target, _bucketed(merge.schema), written), sum(hits.values())
+        return spark.createDataFrame([], schema), 0
+    return _read_buckets(spark, target, schema, sorted(written)), sum(written.values())
 
 
 def _patching(spark: SparkSession, view: MvMetadata, touched: int) -> bool:
@@ -403,9 +439,18 @@ def describe_storage_plan(spark: SparkSession, view: MvMetadata) -> str:
     )
 
 
-def _rows_hit(stored: DataFrame, change: DataFrame, keys: list[str]) -> DataFrame:
-    """The rows of ``stored`` equal to some row of ``change`` on ``keys`` (NULL-safe), in
-    the same bucket: the stored rows the change merges into."""
+def _rows_hit(stored: DataFrame, staged: StagedChange, merge: Merge) -> DataFrame:
+    """The rows of ``stored`` equal on ``Merge.key_columns`` (NULL-safe, same bucket) to a
+    row of ΔV that needs them (every row; in a bag only deletions): the stored rows ΔV
+    merges into. With ΔV's key hashes at hand, the rows whose key hash is one of them (a
+    superset: ``Merge.merged`` leaves a row no change row matches as it was); else a
+    semi-join with ΔV's keys."""
+    hashed = key_hash_sql(stored.schema, merge.key_columns)
+    if staged.probes is not None and hashed is not None:
+        listed = ", ".join(str(probe) for probe in staged.probes)
+        return stored.where(f"{hashed} IN ({listed})")
+    keys = merge.key_columns
+    change = staged.frame.where(F.col(WEIGHT) < 0) if merge.bag else staged.frame
     probes = change.select(
         F.col(BUCKET_COLUMN).alias("__probe_bucket"),
         *(F.col(key).alias(f"__probe_{i}") for i, key in enumerate(keys)),
@@ -421,7 +466,7 @@ def _to_compact(
     view: MvMetadata,
     changed: dict[int, int],
     mask: StoredMask,
-    files: dict[int, list[str]],
+    files: BucketFiles,
 ) -> frozenset[int]:
     """The touched buckets to rewrite whole: those with ``MAX_FILES_PER_BUCKET`` files, and
     those whose mask (what it hides now, plus about one row per change row there) would
@@ -437,95 +482,71 @@ def _to_compact(
     )
 
 
-def write_merged(
-    merged: DataFrame,
-    metrics: Sequence[str],
-    stored: Callable[[DataFrame], DataFrame],
-    path: str,
-    by_bucket: bool = False,
-) -> dict[str, int]:
-    """Write ``stored(merged)`` (the rows to keep, with the bucket column) as bucket
-    directories under ``path``; return ``metrics`` (SQL aggregates over ``merged``, named
-    ``METRICS``) (``by_bucket``: ``merged`` is the output of a shuffle by bucket already).
+@dataclass(frozen=True)
+class BucketWriter:
+    """Writes rows partitioned by bucket (``mv_bucket=k/``) into the new snapshot (``path``:
+    its data, or its mask): by a Spark job and its commit, or — ``at_driver``, for few
+    rows on a file system the driver can write — collected as Arrow and written there
+    (``apply/driver_files.py``): the same files, without a job's commit protocol."""
 
-    The metrics are observed after the shuffle by bucket, in the writing stage: observed
-    before it, they would be lost whenever no row is kept (adaptive execution replaces an
-    empty stage's plan, observation included).
+    path: str
+    at_driver: bool
+
+    def write(self, rows: DataFrame, directory: str) -> dict[int, int]:
+        """Write ``rows`` under ``directory``; return the rows written per bucket."""
+        local = writable_directory(rows.sparkSession, directory) if self.at_driver else None
+        if local is not None:
+            return write_by_bucket(rows.toArrow(), local)
+        rows.write.mode("append").partitionBy(BUCKET_COLUMN).parquet(directory)
+        return _rows_per_bucket(fs.parquet_row_counts(rows.sparkSession, directory))
+
+
+def _writer(
+    merge: Merge,
+    staged: StagedChange,
+    whole: frozenset[int],
+    files: BucketFiles,
+    path: str,
+) -> BucketWriter:
+    """Write through the driver when ΔV is there, the stored rows survive the trip
+    unchanged, and the buckets rewritten whole are small (``DRIVER_WRITE_MAX_BYTES``);
+    the rows a patch writes are about as many as ΔV's."""
+    rewritten = sum(size for bucket in whole for size in files.get(bucket, {}).values())
+    at_driver = (
+        staged.at_driver and carried_by_driver(merge.schema) and rewritten <= DRIVER_WRITE_MAX_BYTES
+    )
+    return BucketWriter(path, at_driver)
+
+
+def write_merged(
+    merge: Merge, stored: DataFrame, change: DataFrame, path: str, writer: BucketWriter
+) -> dict[str, int]:
+    """Write the rows ``merge`` keeps of ``stored`` (the stored rows ΔV hits, with the
+    bucket column) merged with ``change`` as bucket directories under ``path``; return its
+    ``metrics`` (named ``METRICS``), observed while writing.
+
+    Spark writes one file per bucket, after a shuffle by bucket; the metrics are observed
+    after it, in the writing stage: observed before it, they would be lost whenever no row
+    is kept (adaptive execution replaces an empty stage's plan, observation included).
     """
     observation = Observation("sparkmv_apply")
-    named = [F.expr(f"coalesce({m}, 0) AS {n}") for m, n in zip(metrics, METRICS, strict=True)]
-    if not by_bucket:
+    named = [
+        F.expr(f"coalesce({m}, 0) AS {n}") for m, n in zip(merge.metrics, METRICS, strict=True)
+    ]
+    merged = merge.merged(stored, change)
+    if not merge.by_bucket and not writer.at_driver:
         merged = merged.repartition(BUCKET_COLUMN)
     observed = merged.observe(observation, *named)
-    # "append": the snapshot's directory already holds its staged change (and mask), under
-    # hidden names; the bucket directories are new.
-    stored(observed).write.mode("append").partitionBy(BUCKET_COLUMN).parquet(path)
+    writer.write(merge.kept(observed), path)
     return observed_counts(observation, METRICS)
 
 
-def row_merge(layout: StorageLayout, change: DataFrame) -> Merge:
-    """The merge of a row layout (a bag of rows, or rows with a counter): ΔV's columns
-    ``c0 …`` and the weight.
-
-    Per stored row value ``r`` of the touched buckets: ``old(r)`` copies (or its counter),
-    ``delta(r) = ΔV(r)``, ``new(r) = old(r) + delta(r)``; ``r`` stays stored with ``new(r)``
-    copies (counter) while that is positive. Built as one SQL statement (the DataFrame API
-    would cost a py4j round trip per column and operator)."""
-    visible = storage_columns(len(change.columns) - 1)
-    types = {field.name: field.dataType for field in change.schema.fields}
-    fields = [T.StructField(c, types[c]) for c in visible]
-    if layout.counted:
-        fields.append(T.StructField(COUNT_COLUMN, T.LongType()))
-    keys = ", ".join(quote_identifier(c) for c in [*visible, BUCKET_COLUMN])
-    old = quote_identifier(COUNT_COLUMN) if layout.counted else "1"
-
-    def rewrite(stored: DataFrame, change: DataFrame, path: str) -> dict[str, int]:
-        """The touched buckets: stored rows plus change, merged."""
-        views = TempViews(stored.sparkSession)
-        try:
-            # Shuffled by bucket once: the grouping by every key then needs no shuffle of
-            # its own.
-            merged = stored.sparkSession.sql(
-                f"SELECT {keys}, SUM(old) AS old, SUM(delta) AS delta,"
-                " SUM(old) + SUM(delta) AS new FROM (SELECT * FROM ("
-                f"SELECT {keys}, CAST({old} AS BIGINT) AS old, CAST(0 AS BIGINT) AS delta"
-                f" FROM {views.name_of(stored)} UNION ALL"
-                f" SELECT {keys}, CAST(0 AS BIGINT), CAST({WEIGHT_SQL} AS BIGINT)"
-                f" FROM {views.name_of(change)}) DISTRIBUTE BY {BUCKET_COLUMN})"
-                f" GROUP BY {keys}"
-            )
-        finally:
-            views.drop()
-        return write_merged(merged, _metrics(layout), kept_rows, path, by_bucket=True)
-
-    def kept_rows(merged: DataFrame) -> DataFrame:
-        kept = merged.where("new > 0")
-        if layout.counted:
-            return kept.withColumnRenamed("new", COUNT_COLUMN).drop("old", "delta")
-        copies = F.expr("explode(array_repeat(TRUE, CAST(new AS INT)))")
-        return kept.withColumn("__copy", copies).drop("old", "delta", "new", "__copy")
-
-    return Merge(visible, T.StructType(fields), rewrite)
-
-
-def _metrics(layout: StorageLayout) -> list[str]:
-    """Visible rows inserted and deleted, rows rewritten, rows gone negative: per group."""
-    if layout.counted:  # a DISTINCT view shows a row while its counter is positive
-        inserted = "SUM(CASE WHEN old <= 0 AND new > 0 THEN 1 ELSE 0 END)"
-        deleted = "SUM(CASE WHEN old > 0 AND new <= 0 THEN 1 ELSE 0 END)"
-        rewritten = "SUM(CASE WHEN new > 0 THEN 1 ELSE 0 END)"
-    else:
-        inserted = "SUM(greatest(delta, 0))"
-        deleted = "SUM(greatest(-delta, 0))"
-        rewritten = "SUM(greatest(new, 0))"
-    return [inserted, deleted, rewritten, "SUM(CASE WHEN new < 0 THEN 1 ELSE 0 END)"]
-
-
-def _bucket_files(spark: SparkSession, snapshot: str) -> dict[int, list[str]]:
-    """The data files of each bucket of ``snapshot`` (one listing), by name."""
-    files: dict[int, list[str]] = {}
+def _bucket_files(spark: SparkSession, snapshot: str) -> BucketFiles:
+    """The data files of each bucket of ``snapshot`` (one listing)."""
+    files: BucketFiles = {}
     for status in fs.data_files(spark, snapshot):
-        files.setdefault(_bucket_in_path(status.path), []).append(status.path.rpartition("/")[2])
+        name = status.path.rpartition("/")[2]
+        files.setdefault(_bucket_in_path(status.path), {})[name] = status.size
     return files
 
 
@@ -533,7 +554,7 @@ def _link_buckets(
     spark: SparkSession,
     snapshot: str,
     path: str,
-    files: dict[int, list[str]],
+    files: BucketFiles,
     except_buckets: frozenset[int],
 ) -> None:
     """Hard-link the data ``files`` of every bucket of ``snapshot`` but ``except_buckets``

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.apply import snapshot
-from sparkmv.apply.incremental import Merge, apply_change
+from sparkmv.apply.incremental import apply_change
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import ColumnSpec, quote_identifier, sql_string
+from sparkmv.plan.merge import Merge
 
 log = logging.getLogger(__name__)
 

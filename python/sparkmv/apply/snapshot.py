@@ -28,7 +28,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -38,14 +37,17 @@ from sparkmv import fs
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.config import STORAGE_DIR_NAME
 from sparkmv.fs import list_names, qualified, remove, warehouse_path
+from sparkmv.observations import observed_counts
 from sparkmv.parse.statements import TableName, quote_identifier
-from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX
+from sparkmv.stored_columns import (
+    BUCKET_COLUMN,
+    COUNT_COLUMN,
+    GROUP_KEY_PREFIX,
+    VISIBLE_COLUMN,
+    storage_columns,
+)
 
 SNAPSHOT_PREFIX = "snapshot-"
-BUCKET_COLUMN = "mv_bucket"
-"""Hidden: the partition column of a bucketed layout."""
-VISIBLE_COLUMN = "mv_visible"
-"""Hidden, in a grouped layout: whether a stored group is a row of the view."""
 MASK_DIR = "_sparkmv_mask"
 """In a snapshot: the positions of its stored rows that are no longer part of the view (by
 bucket; each masked row is kept whole beside its position). Its name starts with ``_``, so
@@ -84,17 +86,18 @@ def new_snapshot_path(root: str) -> str:
     return f"{root}/{SNAPSHOT_PREFIX}{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
 
 
-def storage_columns(count: int) -> list[str]:
-    return [f"c{i}" for i in range(count)]
+def key_hash_sql(schema: T.StructType, columns: Sequence[str]) -> str | None:
+    """SQL for a 64-bit hash of a row's ``columns`` of hashable types (rows equal on
+    ``columns`` hash equally); None when none of them is hashable."""
+    types = {field.name: field.dataType for field in schema.fields}
+    hashed = [quote_identifier(c) for c in columns if isinstance(types[c], HASHABLE_TYPES)]
+    return f"xxhash64({', '.join(hashed)})" if hashed else None
 
 
 def bucket_of(frame: DataFrame, columns: Sequence[str], buckets: int) -> Column:
-    """The bucket of each row of ``frame``: a hash of its ``columns`` of hashable types."""
-    types = {field.name: field.dataType for field in frame.schema.fields}
-    hashed = [quote_identifier(c) for c in columns if isinstance(types[c], HASHABLE_TYPES)]
-    if not hashed:
-        return F.lit(0)
-    return F.expr(f"CAST(pmod(xxhash64({', '.join(hashed)}), {buckets}) AS INT)")
+    """The bucket of each row of ``frame``: its ``key_hash_sql`` modulo ``buckets``."""
+    hashed = key_hash_sql(frame.schema, columns)
+    return F.lit(0) if hashed is None else F.expr(f"CAST(pmod({hashed}, {buckets}) AS INT)")
 
 
 def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) -> int:
@@ -127,26 +130,6 @@ def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) ->
     if layout.buckets:
         keep_schema_readable(data.sparkSession, stored.schema, path)
     return written
-
-
-def observed_counts(observation: Observation, names: Sequence[str]) -> dict[str, int]:
-    """The integer metrics of ``observation`` after its action ran; every count zero when
-    no metrics arrived (``observed_metrics``)."""
-    found = observed_metrics(observation, names)
-    return dict.fromkeys(names, 0) if found is None else found
-
-
-def observed_metrics(observation: Observation, names: Sequence[str]) -> dict[str, int] | None:
-    """The integer metrics of ``observation`` after its action ran, None when none arrived.
-
-    Spark's optimizer replaces a plan it proves empty (e.g. over an empty table) by an empty
-    relation, observation included; no metrics arrive then.
-    """
-    jvm_row: Any = observation._jo.getRow() if observation._jo is not None else None
-    if jvm_row is None or jvm_row.length() == 0:
-        return None
-    metrics = observation.get
-    return {name: int(metrics[name] or 0) for name in names}
 
 
 def keep_schema_readable(spark: SparkSession, schema: T.StructType, path: str) -> None:

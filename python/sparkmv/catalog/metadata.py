@@ -8,7 +8,45 @@ from dataclasses import dataclass, field, replace
 
 from sparkmv.catalog import properties as keys
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import RefreshPolicy, RefreshTrigger, TableName
+from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshTrigger, TableName
+
+HISTORY_WEIGHT = 0.25
+"""The newest measured refresh's weight in its mode's ``ModeHistory``: the means are exact
+over a mode's first four refreshes, then exponentially weighted (the last few count most)."""
+
+
+@dataclass(frozen=True)
+class ModeHistory:
+    """This view's measured refreshes of one mode: how many, and the means of their durations
+    and of the cost model's uncorrected estimates for them (``plan/cost.py``), so that
+    ``mean_ms / mean_model_ms`` says how this view's refreshes compare with the model. Both
+    means are over the same refreshes, so their ratio compares like with like whatever
+    inputs (change sizes) those refreshes had."""
+
+    refreshes: int = 0
+    mean_ms: float = 0.0
+    mean_model_ms: float = 0.0
+
+    def measured(self, duration_ms: float, model_ms: float) -> ModeHistory:
+        """This history and one more refresh, which took ``duration_ms`` where the model
+        estimated ``model_ms``: weighted ``max(1/n, HISTORY_WEIGHT)`` as the n-th."""
+        weight = max(1 / (self.refreshes + 1), HISTORY_WEIGHT)
+        return ModeHistory(
+            self.refreshes + 1,
+            round(self.mean_ms + weight * (duration_ms - self.mean_ms), 1),
+            round(self.mean_model_ms + weight * (model_ms - self.mean_model_ms), 1),
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "refreshes": self.refreshes,
+            "mean_ms": self.mean_ms,
+            "mean_model_ms": self.mean_model_ms,
+        }
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, float]) -> ModeHistory:
+        return cls(int(value["refreshes"]), float(value["mean_ms"]), float(value["mean_model_ms"]))
 
 
 @dataclass(frozen=True)
@@ -22,17 +60,30 @@ class RefreshStats:
     rows_deleted: int = 0
     # per base table: changed rows (as logged) the irrelevance filters dropped
     irrelevant_rows_skipped: Mapping[str, int] = field(default_factory=dict)
-    last_mode: str = ""
+    last_mode: str = ""  # a RefreshMode's value
     last_reason: str = ""
     last_refreshed_ms: int = 0
     last_duration_ms: int = 0
+    # per mode: this view's measured refreshes against the cost model (``plan/cost.py``)
+    cost_history: Mapping[RefreshMode, ModeHistory] = field(default_factory=dict)
+    # The cost model's uncorrected estimate of the refresh about to be recorded (``planned``):
+    # ``after_*_refresh`` fold it and the measured duration into ``cost_history`` and clear
+    # it. 0: nothing to measure (CREATE, a refresh with nothing to do). Never stored.
+    planned_model_ms: float = 0.0
+
+    def planned(self, model_ms: float) -> RefreshStats:
+        """These counters for a refresh the cost model estimated at ``model_ms`` (uncorrected):
+        recording it measures its duration against that estimate."""
+        return replace(self, planned_model_ms=model_ms)
 
     def after_full_refresh(
         self, rows_written: int, rows_replaced: int, reason: str, started_ms: int, finished_ms: int
     ) -> RefreshStats:
         """The counters once a full refresh replaced ``rows_replaced`` rows by ``rows_written``."""
         return replace(
-            self._after("FULL", rows_written, rows_replaced, reason, started_ms, finished_ms),
+            self._after(
+                RefreshMode.FULL, rows_written, rows_replaced, reason, started_ms, finished_ms
+            ),
             full_refreshes=self.full_refreshes + 1,
         )
 
@@ -51,23 +102,37 @@ class RefreshStats:
         for table, rows in (irrelevant or {}).items():
             skipped[table] = skipped.get(table, 0) + rows
         return replace(
-            self._after("INCREMENTAL", inserted, deleted, reason, started_ms, finished_ms),
+            self._after(
+                RefreshMode.INCREMENTAL, inserted, deleted, reason, started_ms, finished_ms
+            ),
             incremental_refreshes=self.incremental_refreshes + 1,
             irrelevant_rows_skipped=skipped,
         )
 
     def _after(
-        self, mode: str, inserted: int, deleted: int, reason: str, started_ms: int, finished_ms: int
+        self,
+        mode: RefreshMode,
+        inserted: int,
+        deleted: int,
+        reason: str,
+        started_ms: int,
+        finished_ms: int,
     ) -> RefreshStats:
+        history = dict(self.cost_history)
+        if self.planned_model_ms > 0:
+            measured = history.get(mode, ModeHistory())
+            history[mode] = measured.measured(finished_ms - started_ms, self.planned_model_ms)
         return replace(
             self,
             refreshes=self.refreshes + 1,
             rows_inserted=self.rows_inserted + inserted,
             rows_deleted=self.rows_deleted + deleted,
-            last_mode=mode,
+            last_mode=mode.value,
             last_reason=reason,
             last_refreshed_ms=finished_ms,
             last_duration_ms=finished_ms - started_ms,
+            cost_history=history,
+            planned_model_ms=0.0,
         )
 
 
@@ -165,6 +230,10 @@ class MvMetadata:
                 keys.IRRELEVANT_ROWS_SKIPPED: json.dumps(
                     dict(s.irrelevant_rows_skipped), sort_keys=True
                 ),
+                keys.COST_HISTORY: json.dumps(
+                    {mode.value: h.to_json() for mode, h in s.cost_history.items()},
+                    sort_keys=True,
+                ),
                 keys.LAST_MODE: s.last_mode,
                 keys.LAST_REASON: s.last_reason,
                 keys.LAST_REFRESHED_AT: str(s.last_refreshed_ms),
@@ -215,6 +284,10 @@ class MvMetadata:
                 last_reason=values.get(keys.LAST_REASON, ""),
                 last_refreshed_ms=number(keys.LAST_REFRESHED_AT),
                 last_duration_ms=number(keys.LAST_DURATION),
+                cost_history={
+                    RefreshMode(mode): ModeHistory.from_json(history)
+                    for mode, history in json.loads(values.get(keys.COST_HISTORY) or "{}").items()
+                },
             ),
             consumed_versions={
                 table: LogPosition.from_json(position)

@@ -8,7 +8,7 @@ from sparkmv.analyze.query import current_database
 from sparkmv.apply import snapshot
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
-from sparkmv.commands import create, refresh
+from sparkmv.commands import create
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.parse.statements import (
     AlterQueryStatement,
@@ -17,7 +17,7 @@ from sparkmv.parse.statements import (
     CreateStatement,
     RefreshClause,
 )
-from sparkmv.plan.refresh_plan import check_policy
+from sparkmv.plan.refresh_plan import check_policy, view_query
 
 RESULT_SCHEMA = ""
 
@@ -27,7 +27,7 @@ def run_set_refresh(context: CommandContext, statement: AlterRefreshStatement) -
     view = context.catalog.get(context.catalog.resolve(statement.name))
     create.check_trigger(statement.refresh.trigger)
     policy = statement.refresh.policy or view.policy
-    check_policy(view.name, policy, refresh.view_query(context.spark, view).maintainability)
+    check_policy(view.name, policy, view_query(context.spark, view).maintainability)
     updated = view.with_changes(policy=policy, trigger=statement.refresh.trigger or view.trigger)
     context.catalog.commit(updated, snapshot.view_text(updated))
     return []

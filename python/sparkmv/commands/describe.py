@@ -4,11 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sparkmv.capture.source import ChangeRangeError
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+
+from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
-from sparkmv.parse.statements import DescribeStatement, TableName
+from sparkmv.errors import SparkMvError
+from sparkmv.parse.statements import DescribeStatement
+from sparkmv.plan.refresh_plan import log_obstacle, plan_refresh
 
 RESULT_SCHEMA = "col_name STRING, data_type STRING, comment STRING"
 SECTION = "# Materialized View Information"
@@ -23,42 +28,58 @@ def run(context: CommandContext, statement: DescribeStatement) -> Rows:
     ]
     if statement.extended:
         view = MvMetadata.from_properties(name, entry.properties)
+        bases = context.peek_tracking(view.base_tables)
         rows.append(("", "", ""))
         rows.append((SECTION, "", ""))
         rows.extend(
             (key, value, "") for key, value in information(view, entry.properties, entry.comment)
         )
-        rows.extend((key, value, "") for key, value in change_logs(context, view))
+        rows.extend((key, value, "") for key, value in change_logs(view, bases))
+        rows.extend((key, value, "") for key, value in next_refresh(context.spark, view, bases))
     return rows
 
 
-def change_logs(context: CommandContext, view: MvMetadata) -> list[tuple[str, str]]:
-    """Per base table: the change-log version the view consumed and what is pending since."""
+def change_logs(view: MvMetadata, bases: list[BaseTable]) -> list[tuple[str, str]]:
+    """Per base table: the change-log version the view consumed and what is pending since,
+    or why the next refresh cannot read it (``log_obstacle``, as the planner sees it). The
+    pending rows are counted (one Spark job per changed table)."""
     rows = []
-    for qualified in view.base_tables:
-        state = context.tracking.state(TableName.parse_qualified(qualified))
-        if state.log is None:
-            rows.append((f"Change Log {qualified}", f"not tracked: {state.untracked_reason}"))
+    for base in bases:
+        label = f"Change Log {base.name}"
+        if base.log is None:
+            rows.append((label, f"not tracked: {base.problem}"))
             continue
-        position = view.consumed_versions.get(qualified)
-        consumed = position.version if position else 0
-        current = state.log.current_version()
-        problem = state.log.verify(context.tracking.files(state.table, state.entry))
-        if position is None or position.log != state.log.root:
-            problem = problem or "the view has not read this table's current change log"
-        try:
-            if problem:
-                raise ChangeRangeError(problem)
-            pending = state.log.net_changes(consumed, current).count() if current > consumed else 0
-        except ChangeRangeError as error:
-            text = f"the next refresh is full: {error}"
-        else:
-            skipped = view.stats.irrelevant_rows_skipped.get(qualified, 0)
-            text = (
+        obstacle = log_obstacle(view, base)
+        if obstacle:
+            rows.append((label, f"the next refresh is full: {obstacle}"))
+            continue
+        consumed = view.consumed_versions[base.name].version
+        current = base.version
+        pending = base.log.net_changes(consumed, current).count() if current > consumed else 0
+        skipped = view.stats.irrelevant_rows_skipped.get(base.name, 0)
+        rows.append(
+            (
+                label,
                 f"consumed version {consumed}, current version {current}, {pending} pending "
-                f"rows logged, {skipped} irrelevant rows skipped"
+                f"rows logged, {skipped} irrelevant rows skipped",
             )
-        rows.append((f"Change Log {qualified}", text))
+        )
+    return rows
+
+
+def next_refresh(
+    spark: SparkSession, view: MvMetadata, bases: list[BaseTable]
+) -> list[tuple[str, str]]:
+    """The mode and reason of the plan a ``REFRESH`` of the view would run now, with its cost
+    estimates (``plan_refresh``: no Spark job), or the error it would fail with."""
+    try:
+        plan = plan_refresh(spark, view, None, bases)
+    except (SparkMvError, PySparkException) as error:
+        message = str(error).split("\n", 1)[0]  # without the JVM's stack trace
+        return [("Next Refresh Mode", "none: it would fail"), ("Next Refresh Reason", message)]
+    rows = [("Next Refresh Mode", plan.mode.value), ("Next Refresh Reason", plan.reason)]
+    if plan.cost is not None:
+        rows.append(("Next Refresh Cost", plan.cost.summary()))
     return rows
 
 

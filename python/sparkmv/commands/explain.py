@@ -20,11 +20,12 @@ from sparkmv.parse.statements import (
     DescribeStatement,
     DropStatement,
     ExplainStatement,
+    RefreshMode,
     RefreshStatement,
     ShowStatement,
 )
 from sparkmv.plan.aggregate_view import aggregate_view
-from sparkmv.plan.refresh_plan import FULL
+from sparkmv.plan.refresh_plan import plan_refresh
 from sparkmv.plan.view_delta import delta_terms, filters_enabled, stored_change
 
 RESULT_SCHEMA = "plan STRING"
@@ -55,33 +56,36 @@ def run(context: CommandContext, statement: ExplainStatement) -> Rows:
 def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode: str) -> str:
     view = context.catalog.get(context.catalog.resolve(statement.name))
     bases = context.peek_tracking(view.base_tables)
-    query = refresh.view_query(context.spark, view, bases)
-    plan = refresh.no_change_plan(context.spark, view, statement.mode, bases)
-    if plan is None:
-        plan = refresh.refresh_plan(view, query, statement.mode, bases)
+    plan = plan_refresh(context.spark, view, statement.mode, bases)
     lines = [
         "== Refresh Plan ==",
         f"Materialized view: {view.name}",
-        f"Mode: {plan.mode}",
+        f"Mode: {plan.mode.value}",
         f"Reason: {plan.reason}",
         f"Base tables: {', '.join(view.base_tables)}",
     ]
-    if plan.mode == FULL:
-        lines.append("Recompute the query into a new snapshot, then switch the view to it.")
-        return "\n".join(lines) + "\n\n" + spark_plan(query.data, mode)
-    if plan.reason == refresh.NO_CHANGE:
+    if plan.cost is not None:
+        lines.append(f"Cost: {plan.cost.summary()}")
+    if plan.nothing_pending:
         lines.append("Record the refresh in the catalog; no data is read.")
         return "\n".join(lines)
-    for base in refresh.changed_tables(view, bases):
-        consumed = view.consumed_versions[base.name].version
-        lines.append(f"Changed: {base.name} (change log versions {consumed} to {base.version})")
+    query = plan.query
+    assert query is not None
+    if plan.mode is RefreshMode.FULL:
+        lines.append("Recompute the query into a new snapshot, then switch the view to it.")
+        return "\n".join(lines) + "\n\n" + spark_plan(query.data, mode)
+    for table in plan.changed:
+        lines.append(
+            f"Changed: {table.name} (change log versions {table.consumed_version} to "
+            f"{table.current_version})"
+        )
     maintained = query.maintainability
     target = "ΔV"
     if maintained.counted:
         target = "Δcounters"
     elif view.layout.grouped:
         target = "Δstate"
-    with refresh.screened_engine(context.spark, view, query, bases) as engine:
+    with refresh.screened_engine(context.spark, query, bases, plan.changed) as engine:
         lines.extend(_irrelevance_filters(context.spark, maintained, engine))
         lines.append("Delta terms (Z-sets; X_old = X − ΔX; Δ of DISTINCT via counters):")
         lines.append(f"  {target} = {delta_terms(maintained, engine)}")

@@ -1,20 +1,19 @@
 """REFRESH MATERIALIZED VIEW name [FULL | INCREMENTAL]
 
-Incremental when the query is maintainable, the policy allows it, and every base table's
-change log covers the versions since the last refresh; otherwise full, with the reason in
-the result row and in DESCRIBE EXTENDED. A refresh with no pending change reads no data.
+Executes the plan ``plan/refresh_plan.py`` decides: incremental when the query is
+maintainable, the policy allows it, every base table's change log covers the versions since
+the last refresh and (under AUTO) the cost model estimates it cheaper; otherwise full, with
+the reason in the result row and in DESCRIBE EXTENDED. A refresh with no pending change
+reads no data. Every refresh's duration is recorded against the model's estimate of its mode.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
-from sparkmv.analyze.constructs import volatile_construct
-from sparkmv.analyze.maintainability import Maintainability
-from sparkmv.analyze.query import parse_query, query_dataframe
 from sparkmv.analyze.relational import Node, read_columns
 from sparkmv.apply.incremental import ChangeDoesNotFitError
 from sparkmv.apply.materialize import (
@@ -24,28 +23,24 @@ from sparkmv.apply.materialize import (
     incremental_refresh,
     now_ms,
 )
-from sparkmv.capture.tracking import BaseTable, positions, schemas
+from sparkmv.capture.tracking import BaseTable, positions
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
 from sparkmv.delta.engine import BaseState, DeltaEngine
 from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
-from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshStatement
+from sparkmv.parse.statements import RefreshMode, RefreshStatement
 from sparkmv.plan.refresh_plan import (
-    FULL,
-    INCREMENTAL,
+    ChangedTable,
     RefreshPlan,
-    incremental_obstacle,
+    ViewQuery,
     plan_refresh,
     storage_layout,
 )
 from sparkmv.plan.view_delta import (
     SkippedRows,
-    checked_maintainability,
     irrelevance_screens,
-    maintainability_of,
-    schemas_key,
     stored_change,
     stored_rows,
 )
@@ -54,194 +49,141 @@ RESULT_SCHEMA = (
     "mode STRING, reason STRING, rows_inserted BIGINT, rows_deleted BIGINT,"
     " irrelevant_rows BIGINT, duration_ms BIGINT"
 )
-NO_CHANGE = "no base table changed since the last refresh"
 
 
-@dataclass(frozen=True)
-class ViewQuery:
-    """A view's query as Spark analyzed it, whether the delta rules can maintain it, and
-    the ``schemas_key`` that verdict was checked for ("" when it was not)."""
+def run(context: CommandContext, statement: RefreshStatement) -> Rows:
+    started = now_ms()
+    view = context.catalog.get(context.catalog.resolve(statement.name))
+    bases = context.start_tracking(view.name, view.base_tables)
+    plan = plan_refresh(context.spark, view, statement.mode, bases)
+    if plan.nothing_pending:
+        return record_no_change(context, view, plan, bases, started)
+    assert plan.query is not None
+    consumed = view.with_changes(
+        consumed_versions=positions(bases), checked_schemas=plan.query.checked_schemas
+    )
+    irrelevant: dict[str, int] = {}
+    updated: MvMetadata | None = None
+    if plan.mode is RefreshMode.INCREMENTAL:
+        try:
+            updated = refresh_incrementally(context, consumed, plan, bases, started, irrelevant)
+        except ChangeDoesNotFitError as error:
+            reason = f"the view's change did not fit its stored rows ({error})"
+            plan = replace(plan, mode=RefreshMode.FULL, reason=reason)
+    if updated is None:
+        updated = refresh_fully(context, consumed, plan, bases, started)
+    context.compact_logs(bases, updated)
+    inserted = updated.stats.rows_inserted - view.stats.rows_inserted
+    deleted = updated.stats.rows_deleted - view.stats.rows_deleted
+    dropped = sum(irrelevant.values()) if plan.mode is RefreshMode.INCREMENTAL else 0
+    return [(plan.mode.value, plan.reason, inserted, deleted, dropped, now_ms() - started)]
 
-    data: DataFrame
-    maintainability: Maintainability
-    checked_schemas: str = ""
 
-
-def view_query(
-    spark: SparkSession, view: MvMetadata, bases: list[BaseTable] | None = None
-) -> ViewQuery:
-    """The view's query analyzed again (the base tables may have changed). Given ``bases``
-    as tracking read them, the rules' type check is skipped when it passed for the same
-    schemas before (``MvMetadata.checked_schemas``)."""
-    data = query_dataframe(spark, view.query, view.query_database)
-    parsed = parse_query(view.query, view.query_database)
-    base_schemas = schemas(bases) if bases is not None else None
-    if base_schemas is None:
-        return ViewQuery(data, maintainability_of(spark, parsed, view.query_database, data))
-    key = schemas_key(spark, data, base_schemas)
-    if key == view.checked_schemas:
-        found = checked_maintainability(parsed, view.query_database, data, base_schemas)
+def record_no_change(
+    context: CommandContext,
+    view: MvMetadata,
+    plan: RefreshPlan,
+    bases: list[BaseTable],
+    started: int,
+) -> Rows:
+    """Record a refresh that found nothing to do: metadata only (one metastore call). A plan
+    that analyzed the query also records the schemas it checked, and retention runs."""
+    stats = view.stats.after_incremental_refresh(0, 0, plan.reason, started, now_ms())
+    if plan.query is None:
+        commit_metadata(context.spark, context.catalog, view.with_changes(stats=stats))
     else:
-        found = maintainability_of(spark, parsed, view.query_database, data)
-    return ViewQuery(data, found, key if found.incremental else "")
+        updated = view.with_changes(
+            consumed_versions=positions(bases),
+            checked_schemas=plan.query.checked_schemas,
+            stats=stats,
+        )
+        commit_snapshot(context.spark, context.catalog, view, updated)
+        context.compact_logs(bases, updated)
+    return [(plan.mode.value, plan.reason, 0, 0, 0, now_ms() - started)]
 
 
-def refresh_plan(
-    view: MvMetadata, query: ViewQuery, requested: RefreshMode | None, bases: list[BaseTable]
-) -> RefreshPlan:
-    """The mode this refresh uses: the policy's choice, then what the logs allow."""
-    plan = plan_refresh(view.name, view.policy, requested, query.maintainability)
-    missed = [base.problem for base in bases if base.log is not None and base.problem]
-    if missed:  # a log that missed changes cannot say what changed: recompute
-        return RefreshPlan(FULL, "; ".join(missed))
-    if plan.mode == INCREMENTAL:
-        obstacle = incremental_obstacle(view, query.maintainability, bases)
-        if obstacle:
-            return RefreshPlan(FULL, obstacle)
-        if not changed_tables(view, bases):
-            return RefreshPlan(INCREMENTAL, NO_CHANGE)
-    return plan
+def refresh_incrementally(
+    context: CommandContext,
+    consumed: MvMetadata,
+    plan: RefreshPlan,
+    bases: list[BaseTable],
+    started: int,
+    irrelevant: dict[str, int],
+) -> MvMetadata:
+    """Apply the view's change since its last refresh (``irrelevant`` gets the changed rows
+    the irrelevance filters dropped, per base table); the committed metadata. Raises
+    ``ChangeDoesNotFitError`` (nothing committed) when the change does not fit the view."""
+    spark = context.spark
+    assert plan.query is not None
+    maintained = plan.query.maintainability
+    assert maintained.root is not None
+    measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
+    with (
+        screened_engine(spark, plan.query, bases, plan.changed) as screened,
+        session_conf(spark, INCREMENTAL_REFRESH_CONF),
+    ):
+        skipped, engine = SkippedRows.observed(maintained.root, screened)
+        change, merge = stored_change(maintained, engine, consumed.layout)
+
+        def skipped_counts() -> dict[str, int]:
+            irrelevant.update(skipped.counts(engine))
+            return irrelevant
+
+        return incremental_refresh(
+            spark, context.catalog, measured, change, merge, plan.reason, started, skipped_counts
+        )
 
 
-def changed_tables(view: MvMetadata, bases: list[BaseTable]) -> list[BaseTable]:
-    return [
-        base
-        for base in bases
-        if base.log is not None
-        and (consumed := view.consumed_versions.get(base.name)) is not None
-        and consumed.version != base.version
-    ]
+def refresh_fully(
+    context: CommandContext,
+    consumed: MvMetadata,
+    plan: RefreshPlan,
+    bases: list[BaseTable],
+    started: int,
+) -> MvMetadata:
+    """Recompute the view into a new snapshot in the layout its policy and query call for
+    (bucketed for a maintainable view under AUTO, ready for incremental refreshes); the
+    committed metadata."""
+    spark = context.spark
+    assert plan.query is not None
+    buckets = int(spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
+    layout = storage_layout(consumed.policy, plan.query.maintainability, bases, buckets)
+    measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
+    data = plan.query.data
+    if layout.buckets:  # a DataFrame keeps the plans of the engine's temporary views
+        with base_states(spark, bases, ()) as engine:
+            data = stored_rows(plan.query.maintainability, engine)
+    return full_refresh(spark, context.catalog, measured, data, layout, plan.reason, started)
 
 
 def base_states(
     spark: SparkSession,
-    view: MvMetadata,
     bases: list[BaseTable],
-    with_changes: bool,
+    changed: Sequence[ChangedTable],
     root: Node | None = None,
 ) -> DeltaEngine:
-    """The delta engine over the base tables as this refresh reads them (with their net
-    changes since the view's last refresh when ``with_changes``; the columns ``root``
+    """The delta engine over the base tables as this refresh reads them, with the net
+    changes of the ``changed`` ones since the view's last refresh (the columns ``root``
     never reads NULL in them)."""
-    changed = {base.name for base in changed_tables(view, bases)} if with_changes else set()
+    consumed = {table.name: table.consumed_version for table in changed}
     states = {}
     for base in bases:
         state = BaseState(base.rows(spark))
-        if base.name in changed and base.log is not None:
+        if base.name in consumed and base.log is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
-            consumed = view.consumed_versions[base.name].version
-            logged = base.log.row_changes(consumed, base.version, read)
+            logged = base.log.row_changes(consumed[base.name], base.version, read)
             state = BaseState(state.rows, net_change(logged, read), logged, read)
         states[base.name] = state
     return delta_engine(spark, states)
 
 
 def screened_engine(
-    spark: SparkSession, view: MvMetadata, query: ViewQuery, bases: list[BaseTable]
+    spark: SparkSession,
+    query: ViewQuery,
+    bases: list[BaseTable],
+    changed: Sequence[ChangedTable],
 ) -> DeltaEngine:
-    """The delta engine of an incremental refresh: the base tables with their changes, each
-    scan's change screened by its irrelevance filter."""
-    engine = base_states(spark, view, bases, True, query.maintainability.root)
+    """The delta engine of an incremental refresh: the base tables with the changes of the
+    ``changed`` ones, each scan's change screened by its irrelevance filter."""
+    engine = base_states(spark, bases, changed, query.maintainability.root)
     return engine.screened(irrelevance_screens(query.maintainability, engine, spark))
-
-
-def nothing_pending(spark: SparkSession, view: MvMetadata, bases: list[BaseTable]) -> bool:
-    """Whether the view's contents are its query's result now without reading any data:
-    every base table is tracked, its log saw every write, and the view consumed its current
-    version — and the query's result depends on its tables alone. That holds for a view
-    whose query passed the incremental check (it refuses anything volatile); another one's
-    query is parsed and analyzed (no job) to see whether it is deterministic. A view whose
-    policy is FULL, or whose storage a refresh would lay out anew, is refreshed as asked."""
-    if view.policy is RefreshPolicy.FULL or not view.snapshot:
-        return False
-    for base in bases:
-        consumed = view.consumed_versions.get(base.name)
-        if base.log is None or base.problem or consumed is None:
-            return False
-        if consumed.log != base.log.root or consumed.version != base.version:
-            return False
-    if view.checked_schemas:
-        return bool(view.layout.buckets)
-    tree = parse_query(view.query, view.query_database).tree
-    if tree is None or volatile_construct(tree):
-        return False
-    data: Any = query_dataframe(spark, view.query, view.query_database)
-    return bool(data._jdf.queryExecution().analyzed().deterministic())
-
-
-def no_change_plan(
-    spark: SparkSession, view: MvMetadata, requested: RefreshMode | None, bases: list[BaseTable]
-) -> RefreshPlan | None:
-    """The plan of a refresh with nothing to do (``nothing_pending``), None otherwise; a
-    refresh that asks for a mode gets it."""
-    if requested is None and nothing_pending(spark, view, bases):
-        return RefreshPlan(INCREMENTAL, NO_CHANGE)
-    return None
-
-
-def no_change_refresh(context: CommandContext, view: MvMetadata, started: int) -> Rows:
-    """Record a refresh that found nothing to do: metadata only (one metastore call)."""
-    stats = view.stats.after_incremental_refresh(0, 0, NO_CHANGE, started, now_ms())
-    commit_metadata(context.spark, context.catalog, view.with_changes(stats=stats))
-    return [(INCREMENTAL, NO_CHANGE, 0, 0, 0, now_ms() - started)]
-
-
-def run(context: CommandContext, statement: RefreshStatement) -> Rows:
-    started = now_ms()
-    spark = context.spark
-    view = context.catalog.get(context.catalog.resolve(statement.name))
-    bases = context.start_tracking(view.name, view.base_tables)
-    if no_change_plan(spark, view, statement.mode, bases) is not None:
-        return no_change_refresh(context, view, started)
-    query = view_query(spark, view, bases)
-    plan_refresh(view.name, view.policy, statement.mode, query.maintainability)  # may refuse
-    plan = refresh_plan(view, query, statement.mode, bases)
-    consumed = view.with_changes(
-        consumed_versions=positions(bases), checked_schemas=query.checked_schemas
-    )
-    updated: MvMetadata | None = None
-    irrelevant: dict[str, int] = {}
-    if plan.reason == NO_CHANGE:
-        updated = consumed.with_changes(
-            stats=view.stats.after_incremental_refresh(0, 0, NO_CHANGE, started, now_ms())
-        )
-        commit_snapshot(spark, context.catalog, view, updated)
-    elif plan.mode == INCREMENTAL:
-        assert query.maintainability.root is not None
-        with (
-            screened_engine(spark, view, query, bases) as screened,
-            session_conf(spark, INCREMENTAL_REFRESH_CONF),
-        ):
-            skipped, engine = SkippedRows.observed(query.maintainability.root, screened)
-            change, merge = stored_change(query.maintainability, engine, view.layout)
-
-            def skipped_counts() -> dict[str, int]:
-                irrelevant.update(skipped.counts(engine))
-                return irrelevant
-
-            try:
-                updated = incremental_refresh(
-                    spark,
-                    context.catalog,
-                    consumed,
-                    change,
-                    merge,
-                    plan.reason,
-                    started,
-                    skipped_counts,
-                )
-            except ChangeDoesNotFitError as error:
-                plan = RefreshPlan(FULL, f"the view's change did not fit its stored rows ({error})")
-    if updated is None:
-        buckets = int(spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
-        layout = storage_layout(view.policy, query.maintainability, bases, buckets)
-        data = query.data
-        if layout.buckets:  # a DataFrame keeps the plans of the engine's temporary views
-            with base_states(spark, view, bases, False) as engine:
-                data = stored_rows(query.maintainability, engine)
-        updated = full_refresh(spark, context.catalog, consumed, data, layout, plan.reason, started)
-    context.compact_logs(bases, updated)
-    inserted = updated.stats.rows_inserted - view.stats.rows_inserted
-    deleted = updated.stats.rows_deleted - view.stats.rows_deleted
-    dropped = sum(irrelevant.values()) if plan.mode == INCREMENTAL else 0
-    return [(plan.mode, plan.reason, inserted, deleted, dropped, now_ms() - started)]

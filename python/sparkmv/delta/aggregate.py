@@ -54,7 +54,8 @@ from sparkmv.delta.engine import (
 )
 from sparkmv.delta.relation import WEIGHT_SQL, Relation
 from sparkmv.parse.statements import quote_identifier as _q
-from sparkmv.zset import COUNT_COLUMN, GROUP_KEY_PREFIX, WEIGHT, consolidate, materialized
+from sparkmv.stored_columns import COUNT_COLUMN, GROUP_KEY_PREFIX
+from sparkmv.zset import WEIGHT, consolidate, materialized
 
 SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 MAX_SUMMED_PRECISION = 27

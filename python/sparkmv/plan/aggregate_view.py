@@ -27,14 +27,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 from sqlglot import exp
 
 from sparkmv.analyze.relational import Aggregate, Filter, Node, Project
-from sparkmv.apply.snapshot import VISIBLE_COLUMN, storage_columns
 from sparkmv.delta import aggregate as agg
 from sparkmv.delta.engine import DeltaEngine, Version, sql_expression
 from sparkmv.parse.statements import quote_identifier as q
-from sparkmv.zset import COUNT_COLUMN
+from sparkmv.parse.statements import sql_string
+from sparkmv.plan.merge import Merge
+from sparkmv.stored_columns import BUCKET_COLUMN, COUNT_COLUMN, VISIBLE_COLUMN, storage_columns
 
 KIND = agg.DISTINCT_ARGUMENT_COLUMN
 
@@ -413,3 +415,56 @@ def aggregate_view(root: Node | None) -> AggregateView | None:
     if isinstance(below, Filter) and isinstance(below.child, Aggregate):
         return AggregateView(below.child, below.predicate, root)
     return AggregateView(below, None, root) if isinstance(below, Aggregate) else None
+
+
+ROW = "__sparkmv_row"
+
+
+def group_merge(view: AggregateView, engine: DeltaEngine) -> Merge:
+    """The merge of an aggregate view's storage: the touched buckets' groups get their new
+    state and visible columns (``AggregateView.merged``); a group whose ``COUNT(*)``
+    reaches zero is dropped (a global aggregate's one row stays). What is kept and the
+    metrics are SQL text, so that a merge costs a few py4j round trips instead of one per
+    column and operator."""
+    schema = view.stored_rows(engine).schema  # analysis only
+    # The stored columns and the bucket as one struct, expanded again by ``ROW.*``: one
+    # column to pass to the JVM instead of one per stored column.
+    fields = [*view.storage(), BUCKET_COLUMN]
+    row = ", ".join(f"{sql_string(c)}, {q(c)}" for c in fields)
+    stored_row = f"named_struct({row}) AS {q(ROW)}"
+    kept = view.kept_sql()
+
+    def merged(stored: DataFrame, change: DataFrame) -> DataFrame:
+        return view.merged(stored, change, engine, [BUCKET_COLUMN])
+
+    def kept_rows(merged: DataFrame) -> DataFrame:
+        return merged.where(F.expr(kept)).select(F.expr(stored_row)).select(f"{q(ROW)}.*")
+
+    return Merge(view.keys, schema, merged, _group_metrics(view), kept_rows)
+
+
+def _group_metrics(view: AggregateView) -> tuple[str, ...]:
+    """Visible rows inserted and deleted (a group whose visible values change counts as
+    one of each), rows rewritten (groups and value counters), rows with a negative
+    counter."""
+    was, now = f"coalesce({q(OLD + VISIBLE_COLUMN)}, FALSE)", q(VISIBLE_COLUMN)
+    same = " AND ".join(["TRUE", *(f"{q(c)} <=> {q(OLD + c)}" for c in view.visible)])
+    unchanged = f"({was} AND {now} AND {same})"
+    counters = [COUNT_COLUMN] + [
+        agg.count_column(i)
+        for i, call in enumerate(view.aggregate.calls)
+        if agg.count_column(i) in view.state
+    ]
+    if view.counters:
+        counters.append(agg.VALUE_COUNT_COLUMN)
+    negative = " OR ".join(f"{q(c)} < 0" for c in counters)
+
+    def count(condition: str) -> str:
+        return f"sum(CASE WHEN {condition} THEN 1 ELSE 0 END)"
+
+    return (
+        count(f"{now} AND NOT {unchanged}"),
+        count(f"{was} AND NOT {unchanged}"),
+        count(f"({view.kept_sql()})"),
+        count(f"({negative})"),
+    )

@@ -1,19 +1,55 @@
-"""``RefreshPlan``: the mode a refresh will use and why (DESIGN §2 policies)."""
+"""``plan_refresh``: how one refresh computes the view, and why (DESIGN §2 policies, §8 cost).
+
+A refresh's plan is decided once, by ``plan_refresh``: REFRESH executes it, EXPLAIN REFRESH
+prints it and DESCRIBE EXTENDED shows it as the next refresh. The rules, first match wins:
+
+1. no mode requested and nothing pending (``nothing_pending``): only record the refresh,
+   reading nothing and without analyzing the query;
+2. INCREMENTAL asked for (``REFRESH ... INCREMENTAL``, or policy INCREMENTAL and no mode
+   requested) of a query the delta rules cannot maintain: refused, naming the construct;
+3. a base table's log missed changes (a write bypassed capture): FULL, saying which;
+4. ``REFRESH ... FULL``, or policy FULL and no mode requested: FULL;
+5. a query the delta rules cannot maintain: FULL, naming the construct;
+6. a base table whose log does not cover the versions since the last refresh, or a storage
+   laid out for full refreshes only (``incremental_obstacle``): FULL, saying why;
+7. no base table changed: only record the refresh (the versions read, the schemas checked);
+8. policy AUTO, no mode requested and cost-based choice on (``REFRESH_COST_BASED_CONF``):
+   the mode ``plan/cost.py`` estimates cheaper, both estimates in the reason;
+9. otherwise INCREMENTAL.
+
+A plan that refreshes carries the estimates the cost model could make (full: when every base
+table is tracked; incremental: under rules 8 and 9); the refresh's duration is recorded
+against the chosen mode's (``RefreshStats.planned``).
+"""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from pyspark.sql import DataFrame, SparkSession
+
+from sparkmv.analyze.constructs import volatile_construct
 from sparkmv.analyze.maintainability import Maintainability
-from sparkmv.capture.tracking import BaseTable
+from sparkmv.analyze.query import parse_query, query_dataframe
+from sparkmv.analyze.relational import read_columns
+from sparkmv.capture.tracking import BaseTable, schemas
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.parse.statements import RefreshMode, RefreshPolicy, TableName
 from sparkmv.plan.aggregate_view import aggregate_view
+from sparkmv.plan.cost import (
+    CostEstimate,
+    base_bytes,
+    cost_based,
+    estimate_cost,
+    logged_bytes,
+)
+from sparkmv.plan.view_delta import checked_maintainability, maintainability_of, schemas_key
 
-FULL = "FULL"
-INCREMENTAL = "INCREMENTAL"
+NO_CHANGE = "no base table changed since the last refresh"
+MAINTAINABLE = "the query is incrementally maintainable"
 
 TARGET_BUCKET_BYTES = 32 * 1024 * 1024
 """Base-table bytes per storage bucket: a 10M-row fact table gets about 7 buckets. A refresh
@@ -23,35 +59,170 @@ MAX_BUCKETS = 256
 
 
 @dataclass(frozen=True)
+class ViewQuery:
+    """A view's query as Spark analyzed it, whether the delta rules can maintain it, and
+    the ``schemas_key`` that verdict was checked for ("" when it was not)."""
+
+    data: DataFrame
+    maintainability: Maintainability
+    checked_schemas: str = ""
+
+
+@dataclass(frozen=True)
+class ChangedTable:
+    """A base table whose log has versions ``(consumed_version, current_version]`` the view
+    has not consumed."""
+
+    name: str
+    consumed_version: int
+    current_version: int
+
+
+@dataclass(frozen=True)
 class RefreshPlan:
-    mode: str  # FULL or INCREMENTAL
+    """How one refresh computes the view (``mode``) and why (``reason``), as REFRESH reports
+    them. ``nothing_pending``: the view is its query's result already; the refresh only
+    records itself (reported as INCREMENTAL). ``changed``: the base tables with versions the
+    view has not consumed. ``cost``: the estimates (None when a base table is untracked).
+    ``query``: the view's query as analyzed for the plan (None when rule 1 decided without
+    it), which the refresh then runs."""
+
+    mode: RefreshMode
     reason: str
+    changed: tuple[ChangedTable, ...] = ()
+    cost: CostEstimate | None = None
+    nothing_pending: bool = False
+    query: ViewQuery | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        assert not self.nothing_pending or self.mode is RefreshMode.INCREMENTAL
+
+    @property
+    def model_ms(self) -> float:
+        """The cost model's estimate of the chosen mode (0: none), which the refresh's
+        measured duration is recorded against."""
+        return self.cost.model_ms(self.mode) if self.cost is not None else 0.0
 
 
 def plan_refresh(
-    name: TableName,
-    policy: RefreshPolicy,
+    spark: SparkSession,
+    view: MvMetadata,
     requested: RefreshMode | None,
-    maintainability: Maintainability,
+    bases: list[BaseTable],
 ) -> RefreshPlan:
-    """Pick the refresh mode.
-
-    ``REFRESH ... FULL`` and policy FULL recompute. ``REFRESH ... INCREMENTAL`` and policy
-    INCREMENTAL require an incrementally maintainable query and fail otherwise. AUTO uses
-    incremental maintenance when the query allows it and falls back to FULL with the reason.
-    """
-    if requested is RefreshMode.FULL:
-        return RefreshPlan(FULL, "full refresh requested")
-    if policy is RefreshPolicy.FULL and requested is None:
-        return RefreshPlan(FULL, "refresh policy is FULL")
-    wants_incremental = requested is RefreshMode.INCREMENTAL or policy is RefreshPolicy.INCREMENTAL
-    if maintainability.incremental:
-        return RefreshPlan(INCREMENTAL, "the query is incrementally maintainable")
-    if wants_incremental:
+    """The plan of a refresh of ``view`` (``requested``: the mode the statement asks for)
+    over ``bases`` as tracking read them: the rules of this module's docstring. Reads log
+    manifests and file listings and analyzes the query; runs no Spark job."""
+    if requested is None and nothing_pending(spark, view, bases):
+        return RefreshPlan(RefreshMode.INCREMENTAL, NO_CHANGE, nothing_pending=True)
+    query = view_query(spark, view, bases)
+    maintainability = query.maintainability
+    changed = changed_tables(view, bases)
+    wants_incremental = requested is RefreshMode.INCREMENTAL or (
+        requested is None and view.policy is RefreshPolicy.INCREMENTAL
+    )
+    if wants_incremental and not maintainability.incremental:
         raise SparkMvError(
-            ErrorClass.MATERIALIZED_VIEW_NOT_INCREMENTAL, name=name, reason=maintainability.reason
+            ErrorClass.MATERIALIZED_VIEW_NOT_INCREMENTAL,
+            name=view.name,
+            reason=maintainability.reason,
         )
-    return RefreshPlan(FULL, maintainability.reason)
+    tracked = all(base.files is not None for base in bases)
+
+    def full(reason: str) -> RefreshPlan:
+        cost = estimate_cost(view, base_bytes(bases)) if tracked else None
+        return RefreshPlan(RefreshMode.FULL, reason, changed, cost, query=query)
+
+    missed = [base.problem for base in bases if base.log is not None and base.problem]
+    if missed:  # a log that missed changes cannot say what changed: recompute
+        return full("; ".join(missed))
+    if requested is RefreshMode.FULL:
+        return full("full refresh requested")
+    if requested is None and view.policy is RefreshPolicy.FULL:
+        return full("refresh policy is FULL")
+    if not maintainability.incremental:
+        return full(maintainability.reason)
+    obstacle = incremental_obstacle(view, maintainability, bases)
+    if obstacle:
+        return full(obstacle)
+    if not changed:
+        return RefreshPlan(RefreshMode.INCREMENTAL, NO_CHANGE, nothing_pending=True, query=query)
+    cost = estimate_cost(
+        view, base_bytes(bases), change_bytes(spark, maintainability, bases, changed)
+    )
+    if requested is None and view.policy is RefreshPolicy.AUTO and cost_based(spark):
+        return RefreshPlan(cost.cheaper(), cost.choice(), changed, cost, query=query)
+    return RefreshPlan(RefreshMode.INCREMENTAL, MAINTAINABLE, changed, cost, query=query)
+
+
+def view_query(
+    spark: SparkSession, view: MvMetadata, bases: list[BaseTable] | None = None
+) -> ViewQuery:
+    """The view's query analyzed again (the base tables may have changed). Given ``bases``
+    as tracking read them, the rules' type check is skipped when it passed for the same
+    schemas before (``MvMetadata.checked_schemas``)."""
+    data = query_dataframe(spark, view.query, view.query_database)
+    parsed = parse_query(view.query, view.query_database)
+    base_schemas = schemas(bases) if bases is not None else None
+    if base_schemas is None:
+        return ViewQuery(data, maintainability_of(spark, parsed, view.query_database, data))
+    key = schemas_key(spark, data, base_schemas)
+    if key == view.checked_schemas:
+        found = checked_maintainability(parsed, view.query_database, data, base_schemas)
+    else:
+        found = maintainability_of(spark, parsed, view.query_database, data)
+    return ViewQuery(data, found, key if found.incremental else "")
+
+
+def nothing_pending(spark: SparkSession, view: MvMetadata, bases: list[BaseTable]) -> bool:
+    """Whether the view's contents are its query's result now without reading any data:
+    every base table is tracked, its log saw every write, and the view consumed its current
+    version — and the query's result depends on its tables alone. That holds for a view
+    whose query passed the incremental check (it refuses anything volatile); another one's
+    query is parsed and analyzed (no job) to see whether it is deterministic. A view whose
+    policy is FULL, or whose storage a refresh would lay out anew, is refreshed as asked."""
+    if view.policy is RefreshPolicy.FULL or not view.snapshot:
+        return False
+    for base in bases:
+        consumed = view.consumed_versions.get(base.name)
+        if base.log is None or base.problem or consumed is None:
+            return False
+        if consumed.log != base.log.root or consumed.version != base.version:
+            return False
+    if view.checked_schemas:
+        return bool(view.layout.buckets)
+    tree = parse_query(view.query, view.query_database).tree
+    if tree is None or volatile_construct(tree):
+        return False
+    data: Any = query_dataframe(spark, view.query, view.query_database)
+    return bool(data._jdf.queryExecution().analyzed().deterministic())
+
+
+def changed_tables(view: MvMetadata, bases: list[BaseTable]) -> tuple[ChangedTable, ...]:
+    """The tracked base tables whose log is at another version than the view consumed."""
+    changed = []
+    for base in bases:
+        consumed = view.consumed_versions.get(base.name)
+        if base.log is not None and consumed is not None and consumed.version != base.version:
+            changed.append(ChangedTable(base.name, consumed.version, base.version))
+    return tuple(changed)
+
+
+def change_bytes(
+    spark: SparkSession,
+    maintainability: Maintainability,
+    bases: list[BaseTable],
+    changed: tuple[ChangedTable, ...],
+) -> int:
+    """The bytes an incremental refresh reads as its base tables' changes (``logged_bytes``
+    of each changed table, for the columns the view reads)."""
+    assert maintainability.root is not None
+    read = read_columns(maintainability.root)
+    by_name = {base.name: base for base in bases}
+    return sum(
+        logged_bytes(spark, by_name[table.name], table.consumed_version, read.get(table.name))
+        for table in changed
+    )
 
 
 def check_policy(name: TableName, policy: RefreshPolicy, maintainability: Maintainability) -> None:
@@ -66,24 +237,35 @@ def incremental_obstacle(
     view: MvMetadata, maintainability: Maintainability, bases: list[BaseTable]
 ) -> str:
     """Why this refresh of a maintainable view cannot be incremental ("" when it can): a
-    base table without a readable log for the versions since the view's last refresh, or a
-    storage not laid out for incremental maintenance."""
+    base table without a readable log for the versions since the view's last refresh
+    (``log_obstacle``), or a storage not laid out for incremental maintenance."""
     for base in bases:
-        if base.log is None:
-            return f"base table {base.name} is not tracked: {base.problem}"
-        if base.problem:
-            return base.problem
-        consumed = view.consumed_versions.get(base.name)
-        if consumed is None or consumed.log != base.log.root:
-            return f"the view has not read the current change log of base table {base.name}"
-        if base.version != consumed.version:
-            unreadable = base.log.unreadable_reason(consumed.version, base.version)
-            if unreadable:
-                return f"base table {base.name}: {unreadable}"
+        obstacle = log_obstacle(view, base)
+        if obstacle:
+            return obstacle
     if not view.layout.buckets or view.layout != storage_layout(
         RefreshPolicy.AUTO, maintainability, bases, view.layout.buckets
     ):
         return "the view's storage is laid out for full refreshes only; this one rewrites it"
+    return ""
+
+
+def log_obstacle(view: MvMetadata, base: BaseTable) -> str:
+    """Why ``base``'s log cannot give the view its changes since its last refresh ("" when
+    it can): the table is untracked, its log missed changes, the view has not read this log
+    (the table was re-created), or the log does not cover the versions (compacted, or a
+    write it could not log row by row)."""
+    if base.log is None:
+        return f"base table {base.name} is not tracked: {base.problem}"
+    if base.problem:
+        return base.problem
+    consumed = view.consumed_versions.get(base.name)
+    if consumed is None or consumed.log != base.log.root:
+        return f"the view has not read the current change log of base table {base.name}"
+    if base.version != consumed.version:
+        unreadable = base.log.unreadable_reason(consumed.version, base.version)
+        if unreadable:
+            return f"base table {base.name}: {unreadable}"
     return ""
 
 
@@ -92,15 +274,16 @@ def storage_layout(
 ) -> StorageLayout:
     """The layout a full refresh writes: bucketed (and counted for a DISTINCT view) when the
     view may be maintained incrementally, plain otherwise. ``buckets`` > 0 is the configured
-    bucket count; 0 sizes the buckets from the base tables' bytes (``TARGET_BUCKET_BYTES``)."""
+    bucket count; 0 sizes the buckets from the base tables' bytes (``TARGET_BUCKET_BYTES``).
+    Under AUTO it is bucketed whichever mode a refresh takes, so a full refresh the cost model
+    chose leaves the view ready for incremental ones."""
     if not maintainability.incremental or policy is RefreshPolicy.FULL:
         return PLAIN
     grouped = aggregate_view(maintainability.root)
     if grouped is not None and not grouped.aggregate.keys:
         buckets = 1  # a global aggregate is one row
     if buckets <= 0:
-        size = sum(f.size for base in bases if base.files is not None for f in base.files.files)
-        buckets = min(MAX_BUCKETS, max(1, math.ceil(size / TARGET_BUCKET_BYTES)))
+        buckets = min(MAX_BUCKETS, max(1, math.ceil(base_bytes(bases) / TARGET_BUCKET_BYTES)))
     return StorageLayout(
         counted=maintainability.counted,
         buckets=buckets,

@@ -26,9 +26,6 @@ from sparkmv.analyze.maintainability import (
 )
 from sparkmv.analyze.query import ParsedQuery
 from sparkmv.analyze.relational import Node, NotMaintainableError, Scan, walk
-from sparkmv.apply.aggregate import group_merge
-from sparkmv.apply.incremental import Merge, row_merge
-from sparkmv.apply.snapshot import observed_metrics, storage_columns
 from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
@@ -37,8 +34,11 @@ from sparkmv.delta.engine import BaseState, DeltaEngine, Version, sql_expression
 from sparkmv.delta.relation import Relation, consolidated_sql, net_change, renamed_sql
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
+from sparkmv.observations import observed_metrics
 from sparkmv.parse.statements import TableName
-from sparkmv.plan.aggregate_view import aggregate_view
+from sparkmv.plan.aggregate_view import aggregate_view, group_merge
+from sparkmv.plan.merge import Merge, row_merge
+from sparkmv.stored_columns import storage_columns
 from sparkmv.zset import WEIGHT, as_bag
 
 

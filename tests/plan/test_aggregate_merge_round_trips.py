@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import assert_view_matches_query, py4j_round_trips
 from pyspark.sql import SparkSession
-from sparkmv.apply import aggregate as merge_module
+from sparkmv.plan import aggregate_view as merge_module
 from sparkmv.plan.aggregate_view import AggregateView
 
 MAX_MERGE_ROUND_TRIPS = 150
@@ -43,7 +43,7 @@ def test_the_merge_takes_few_round_trips(
     spark.sql("INSERT INTO t VALUES (1, 100), (2, -5), (NULL, 3), (9, 9)")
     spark.sql("DELETE FROM t WHERE x = 10 OR (g = 3 AND x = 0)")
     counts: dict[str, int] = {}
-    merged, metrics = AggregateView.merged, merge_module._metrics
+    merged, metrics = AggregateView.merged, merge_module._group_metrics
 
     def counted_merged(view: AggregateView, *args: Any) -> Any:
         with counted_calls(spark, counts, "merge"):
@@ -54,7 +54,7 @@ def test_the_merge_takes_few_round_trips(
             return metrics(view)
 
     monkeypatch.setattr(AggregateView, "merged", counted_merged)
-    monkeypatch.setattr(merge_module, "_metrics", counted_metrics)
+    monkeypatch.setattr(merge_module, "_group_metrics", counted_metrics)
     row = spark.sql("REFRESH MATERIALIZED VIEW v").collect()[0]
     assert row["mode"] == "INCREMENTAL"
     assert 0 < counts["merge"] <= MAX_MERGE_ROUND_TRIPS
