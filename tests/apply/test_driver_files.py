@@ -14,6 +14,7 @@ from conftest import assert_view_matches_query, session_confs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
+from sparkmv.apply import incremental
 from sparkmv.config import STORAGE_BUCKETS_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 
 TYPED_COLUMNS = (
@@ -107,3 +108,19 @@ def test_a_bag_of_rows_appends_insertions_and_masks_only_deletions(
         row = spark.sql("REFRESH MATERIALIZED VIEW bag").collect()[0]
         assert row.mode == "INCREMENTAL"
         assert_view_matches_query(spark, "bag")
+
+
+def test_a_change_too_large_for_the_driver_is_merged_by_spark(
+    spark: SparkSession, db: str, patching: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Collected once, ΔV is written from the driver even when it is too large to merge
+    there (not computed again); Spark then finds its hits by a join and writes the merge."""
+    monkeypatch.setattr(incremental, "LOCAL_CHANGE_MAX_ROWS", 5)
+    spark.sql(f"CREATE TABLE typed ({TYPED_COLUMNS}) USING parquet")
+    spark.sql(f"INSERT INTO typed {typed_rows(0, 300)}")
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT * FROM typed WHERE num < 5")
+    spark.sql(f"INSERT INTO typed {typed_rows(0, 40)}")
+    spark.sql("DELETE FROM typed WHERE id % 37 = 2")
+    assert spark.sql("REFRESH MATERIALIZED VIEW v").collect()[0].mode == "INCREMENTAL"
+    assert not driver_files(spark, "v"), "the merge should have been written by Spark"
+    assert_view_matches_query(spark, "v")

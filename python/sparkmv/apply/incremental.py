@@ -181,9 +181,9 @@ class StagedChange:
 
 
 LOCAL_CHANGE_MAX_ROWS = 100_000
-"""A ΔV of at most this many rows is collected and written into the new snapshot
-(``CHANGE_DIR``) by the driver; a larger one is written there by Spark. Either way the merge
-reads it back from there."""
+"""A ΔV of at most this many rows is merged through the driver (its hits and merged rows
+collected and written there, ``BucketWriter``); a larger one is merged by Spark. Either way
+the merge reads ΔV back from the new snapshot (``CHANGE_DIR``)."""
 MAX_LISTED_PROBES = 20_000
 """Up to this many key hashes of ΔV find the stored rows they hit by a filter listing
 them (``IN``: no join, so no broadcast job); more are joined with."""
@@ -200,11 +200,13 @@ def _stage_change(
     observation on the change's inputs), written into ``path``'s ``CHANGE_DIR`` by bucket
     and read back from there; and its rows per bucket.
 
-    A small ΔV comes to the driver as Arrow, where its buckets and key hashes are counted
-    and its files written (``BucketWriter``): a collect costs about a quarter of a
-    partitioned Spark write and its commit. Otherwise (larger, of a type Arrow does not
-    carry back unchanged, or on a file system the driver cannot write) Spark writes it,
-    and its rows are counted from the files' footers."""
+    ΔV comes to the driver as Arrow, where its buckets and key hashes are counted and its
+    files written (``BucketWriter``): a collect costs about a quarter of a partitioned
+    Spark write and its commit. Only a small one is merged through the driver as well
+    (``LOCAL_CHANGE_MAX_ROWS``); a larger one, once collected, is still written here rather
+    than computed again. Otherwise (of a type Arrow does not carry back unchanged, or on a
+    file system the driver cannot write) Spark writes it, and its rows are counted from
+    the files' footers."""
     bucketed = change.withColumn(BUCKET_COLUMN, bucket_of(change, merge.key_columns, buckets))
     schema = _bucketed(change.schema)
     staged_path = f"{path}/{CHANGE_DIR}"
@@ -213,11 +215,12 @@ def _stage_change(
         hashed = key_hash_sql(schema, merge.key_columns)
         collected = bucketed.selectExpr("*", f"{hashed or 'CAST(0 AS BIGINT)'} AS {KEY_HASH}")
         table = collected.toArrow()
-        if table.num_rows <= LOCAL_CHANGE_MAX_ROWS:
-            rows, probes, probed = _staged_at_driver(table, merge, hashed is not None, local)
-            frame = _read_buckets(spark, staged_path, schema, sorted(rows)) if rows else change
-            appended = _copies(table) if merge.bag and not probed else None
-            return StagedChange(frame, rows, True, probes, probed, appended)
+        rows, probes, probed = _staged_at_driver(table, merge, hashed is not None, local)
+        frame = _read_buckets(spark, staged_path, schema, sorted(rows)) if rows else change
+        if table.num_rows > LOCAL_CHANGE_MAX_ROWS:  # written here, but merged by Spark
+            return StagedChange(frame, rows, probed_buckets=probed)
+        appended = _copies(table) if merge.bag and not probed else None
+        return StagedChange(frame, rows, True, probes, probed, appended)
     bucketed.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(staged_path)
     rows = _rows_per_bucket(fs.parquet_row_counts(spark, staged_path))
     frame = spark.read.schema(schema).parquet(staged_path) if rows else change
