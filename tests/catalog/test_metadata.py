@@ -61,7 +61,7 @@ def test_a_newer_format_is_refused() -> None:
 def test_the_cost_history_is_one_property_and_a_view_without_one_reads_as_empty() -> None:
     encoded = metadata("SELECT 1").to_properties()
     assert encoded[keys.COST_HISTORY] == (
-        '{"FULL": {"mean_model_ms": 301.2, "mean_ms": 812.5, "refreshes": 2}}'
+        '{"FULL": {"last_refresh": 0, "mean_model_ms": 301.2, "mean_ms": 812.5, "refreshes": 2}}'
     )
     del encoded[keys.COST_HISTORY]  # written before the cost model
     read = MvMetadata.from_properties(TableName("v", "db"), encoded)

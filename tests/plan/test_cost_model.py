@@ -3,14 +3,21 @@ measured history corrects the estimates (``plan/cost.py``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
+import sqlglot
+from sparkmv.analyze.relational import Aggregate, Join, Scan
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata, RefreshStats
 from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshTrigger, TableName
 from sparkmv.plan.cost import (
     FIXED_MS,
     HISTORY_BASE_BYTES,
+    STALE_HALF_LIFE,
     TIE_MS,
+    confidence,
     estimate_cost,
+    joined_bytes,
     size,
 )
 
@@ -18,7 +25,11 @@ KB = 1024
 GB = 1024**3
 
 
-def view(row_count: int = 10, history: dict[RefreshMode, ModeHistory] | None = None) -> MvMetadata:
+def view(
+    row_count: int = 10,
+    history: dict[RefreshMode, ModeHistory] | None = None,
+    refreshes: int = 0,
+) -> MvMetadata:
     return MvMetadata(
         name=TableName("v", "db"),
         query="SELECT k, count(*) AS n FROM t GROUP BY k",
@@ -30,7 +41,7 @@ def view(row_count: int = 10, history: dict[RefreshMode, ModeHistory] | None = N
         snapshot="file:/w/_sparkmv/db/v/snapshot-1",
         row_count=row_count,
         created_ms=1,
-        stats=RefreshStats(cost_history=history or {}),
+        stats=RefreshStats(refreshes=refreshes, cost_history=history or {}),
     )
 
 
@@ -104,20 +115,20 @@ def test_a_small_views_history_barely_counts() -> None:
 def test_the_history_means_are_exact_then_exponentially_weighted() -> None:
     history = ModeHistory()
     for duration in (100.0, 200.0, 300.0, 400.0):
-        history = history.measured(duration, 50.0)
-    assert history == ModeHistory(4, mean_ms=250.0, mean_model_ms=50.0)
+        history = history.measured(duration, 50.0, 7)
+    assert history == ModeHistory(4, mean_ms=250.0, mean_model_ms=50.0, last_refresh=7)
     assert history.measured(1250.0, 50.0).mean_ms == pytest.approx(500.0)  # 250 + (1250-250)/4
 
 
 def test_a_planned_refresh_is_measured_against_its_estimate_once() -> None:
     stats = RefreshStats().planned(320.0)
     after = stats.after_incremental_refresh(1, 0, "why", started_ms=1000, finished_ms=1500)
-    assert after.cost_history == {RefreshMode.INCREMENTAL: ModeHistory(1, 500.0, 320.0)}
+    assert after.cost_history == {RefreshMode.INCREMENTAL: ModeHistory(1, 500.0, 320.0, 1)}
     assert after.planned_model_ms == 0
     again = after.after_full_refresh(3, 1, "why", started_ms=2000, finished_ms=2100)
     assert again.cost_history == after.cost_history  # nothing planned: nothing measured
     full = after.planned(900.0).after_full_refresh(3, 1, "why", 2000, 2700)
-    assert full.cost_history[RefreshMode.FULL] == ModeHistory(1, 700.0, 900.0)
+    assert full.cost_history[RefreshMode.FULL] == ModeHistory(1, 700.0, 900.0, 2)
     assert full.last_mode == "FULL"
 
 
@@ -135,3 +146,62 @@ def test_estimates_print_in_seconds_and_binary_units() -> None:
         "3.0 GiB",
         "2.0 TiB",
     ]
+
+
+def test_one_slow_refresh_does_not_decide_alone() -> None:
+    """A process's first refresh pays the JVM's warm-up: measured at 40 times the model, it
+    counts a third, and a 0.1 % change of a large view stays incremental; confirmed by three
+    refreshes, it decides."""
+    base, change = GB, 1024 * KB
+    cold = {RefreshMode.INCREMENTAL: ModeHistory(1, 16_000.0, 400.0, last_refresh=1)}
+    assert confidence(cold[RefreshMode.INCREMENTAL], 1) == pytest.approx(1 / 3)
+    assert estimate_cost(view(history=cold, refreshes=1), base, change).cheaper() is (
+        RefreshMode.INCREMENTAL
+    )
+    confirmed = {
+        RefreshMode.INCREMENTAL: replace(cold[RefreshMode.INCREMENTAL], refreshes=3, last_refresh=3)
+    }
+    assert estimate_cost(view(history=confirmed, refreshes=3), base, change).cheaper() is (
+        RefreshMode.FULL
+    )
+
+
+def test_a_modes_history_fades_while_the_other_mode_runs() -> None:
+    """After incremental refreshes measured far slower than the model, AUTO refreshes
+    fully; each full refresh halves the slow history's weight every ``STALE_HALF_LIFE``, so
+    AUTO tries incremental again and measures it anew, instead of never."""
+    base, change = GB, 1024 * KB
+    slow = ModeHistory(3, mean_ms=400_000.0, mean_model_ms=400.0, last_refresh=3)
+    refreshes, chosen = 3, RefreshMode.FULL
+    while chosen is RefreshMode.FULL and refreshes < 100:
+        refreshes += 1
+        history = {RefreshMode.INCREMENTAL: slow}
+        chosen = estimate_cost(view(history=history, refreshes=refreshes), base, change).cheaper()
+    assert chosen is RefreshMode.INCREMENTAL
+    assert 4 < refreshes < 40
+    assert confidence(slow, 3 + STALE_HALF_LIFE) == pytest.approx(0.5)
+    assert confidence(replace(slow, last_refresh=0), 50) == 1.0  # a history from before
+
+
+def test_a_join_change_is_estimated_with_the_inputs_it_joins() -> None:
+    """Each changed input's term scans the join's other inputs (Hanson §4): a view of
+    ``fact ⋈ dim`` after a change to ``fact`` reads ``dim``; after a change to both, each
+    term reads the other, about the whole base."""
+    fact = Scan("db.fact", ("k", "x"), ("k", "x"), "f")
+    dim = Scan("db.dim", ("k2", "y"), ("k2", "y"), "d")
+    joined = Join((fact, dim), sqlglot.parse_one("k = k2"))
+    root = Aggregate(joined, (), (), (), ())
+    sizes = {"db.fact": 900 * 1024 * KB, "db.dim": 100 * 1024 * KB}
+    assert joined_bytes(root, sizes, {"db.fact"}) == sizes["db.dim"]
+    assert joined_bytes(root, sizes, {"db.fact", "db.dim"}) == sum(sizes.values())
+    assert joined_bytes(fact, sizes, {"db.fact"}) == 0  # no join: the change alone
+    third = Scan("db.other", ("k3",), ("k3",), "o")
+    chain = Join((fact, dim, third), sqlglot.parse_one("k = k2 AND k2 = k3"))
+    sizes["db.other"] = 10 * KB
+    # fact and dim changed: their core is the two, and `other` joins their change once
+    assert joined_bytes(chain, sizes, {"db.fact", "db.dim"}) == sum(sizes.values())
+    fact_only = estimate_cost(view(), sum(sizes.values()), 1024 * KB)
+    both = estimate_cost(view(), sum(sizes.values()), 1024 * KB, sum(sizes.values()))
+    assert fact_only.cheaper() is RefreshMode.INCREMENTAL
+    assert both.cheaper() is RefreshMode.FULL
+    assert "1000.0 MiB joined" in both.summary()

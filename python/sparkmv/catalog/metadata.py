@@ -21,20 +21,25 @@ class ModeHistory:
     and of the cost model's uncorrected estimates for them (``plan/cost.py``), so that
     ``mean_ms / mean_model_ms`` says how this view's refreshes compare with the model. Both
     means are over the same refreshes, so their ratio compares like with like whatever
-    inputs (change sizes) those refreshes had."""
+    inputs (change sizes) those refreshes had. ``last_refresh``: the view's refresh count
+    (``RefreshStats.refreshes``) after the newest of them, so that the model can tell how
+    many refreshes of the other mode ran since (0: not known, a history from before)."""
 
     refreshes: int = 0
     mean_ms: float = 0.0
     mean_model_ms: float = 0.0
+    last_refresh: int = 0
 
-    def measured(self, duration_ms: float, model_ms: float) -> ModeHistory:
-        """This history and one more refresh, which took ``duration_ms`` where the model
-        estimated ``model_ms``: weighted ``max(1/n, HISTORY_WEIGHT)`` as the n-th."""
+    def measured(self, duration_ms: float, model_ms: float, refresh: int = 0) -> ModeHistory:
+        """This history and one more refresh, the view's ``refresh``-th, which took
+        ``duration_ms`` where the model estimated ``model_ms``: weighted
+        ``max(1/n, HISTORY_WEIGHT)`` as the n-th."""
         weight = max(1 / (self.refreshes + 1), HISTORY_WEIGHT)
         return ModeHistory(
             self.refreshes + 1,
             round(self.mean_ms + weight * (duration_ms - self.mean_ms), 1),
             round(self.mean_model_ms + weight * (model_ms - self.mean_model_ms), 1),
+            refresh,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -42,11 +47,17 @@ class ModeHistory:
             "refreshes": self.refreshes,
             "mean_ms": self.mean_ms,
             "mean_model_ms": self.mean_model_ms,
+            "last_refresh": self.last_refresh,
         }
 
     @classmethod
     def from_json(cls, value: Mapping[str, float]) -> ModeHistory:
-        return cls(int(value["refreshes"]), float(value["mean_ms"]), float(value["mean_model_ms"]))
+        return cls(
+            int(value["refreshes"]),
+            float(value["mean_ms"]),
+            float(value["mean_model_ms"]),
+            int(value.get("last_refresh", 0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -121,7 +132,9 @@ class RefreshStats:
         history = dict(self.cost_history)
         if self.planned_model_ms > 0:
             measured = history.get(mode, ModeHistory())
-            history[mode] = measured.measured(finished_ms - started_ms, self.planned_model_ms)
+            history[mode] = measured.measured(
+                finished_ms - started_ms, self.planned_model_ms, self.refreshes + 1
+            )
         return replace(
             self,
             refreshes=self.refreshes + 1,

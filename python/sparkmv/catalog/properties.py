@@ -35,8 +35,8 @@ INCREMENTAL_REFRESH_COUNT = "sparkmv.stats.incremental_refreshes"
 ROWS_INSERTED = "sparkmv.stats.rows_inserted"
 ROWS_DELETED = "sparkmv.stats.rows_deleted"
 IRRELEVANT_ROWS_SKIPPED = "sparkmv.stats.irrelevant_rows_skipped"  # JSON {base table: rows}
-# JSON {mode: {refreshes, mean_ms, mean_model_ms}}: this view's measured refreshes of each mode
-# against the cost model's uncorrected estimates for them (``RefreshStats.cost_history``).
+# JSON {mode: {refreshes, mean_ms, mean_model_ms, last_refresh}}: this view's measured refreshes of
+# each mode against the cost model's uncorrected estimates (``RefreshStats.cost_history``).
 COST_HISTORY = "sparkmv.stats.cost_history"
 LAST_MODE = "sparkmv.last_refresh.mode"
 LAST_REASON = "sparkmv.last_refresh.reason"

@@ -6,6 +6,7 @@ in proportion to the base relations. The model, in milliseconds, over sizes that
 the change logs' manifests give without a Spark job (bytes of parquet files):
 
     incremental = FIXED_MS + INCREMENTAL_MS_PER_CHANGE_BYTE · change bytes
+                           + FULL_MS_PER_BASE_BYTE · joined bytes
     full        = FIXED_MS + FULL_MS_PER_BASE_BYTE · base bytes + FULL_MS_PER_VIEW_ROW · view rows
 
 Either mode runs a few Spark jobs (about 0.1 s each here) and one metastore commit: the same
@@ -15,12 +16,24 @@ where a full refresh only scans), so with no history a change of about a tenth o
 tables' bytes breaks even; the view's rows, which a full refresh rewrites, move that point
 further in favour of incremental.
 
+A join's change is not read alone (Hanson §4 counts the joins of each changed relation with
+the others): the term of each changed input ``ΔR_i ⋈ R_j …`` scans every other input it
+joins, changed or not (``delta/join.py``), as a full refresh scans it. Those *joined bytes*
+(``joined_bytes``) cost what a full refresh's scan costs per byte, so a join view whose every
+input changed (TPC-H's ``orders`` and ``lineitem`` both) reads about its base tables whatever
+the change, and breaks even only where the full refresh's own joins and write cost more.
+
 The model is corrected by the view's measured history (``catalog.metadata.ModeHistory``): a
 mode's estimate is multiplied by ``(mean_ms / mean_model_ms) ** weight`` — how its refreshes
-compared with the model — where ``weight = base / (base + HISTORY_BASE_BYTES)``. A small
-view's refreshes cost their fixed part whatever the mode, well under seconds, and timing them
-says little about either mode at scale: its history barely counts and the defaults decide. A
-large view's history decides.
+compared with the model — where ``weight = base / (base + HISTORY_BASE_BYTES)`` times the
+history's ``confidence``. A small view's refreshes cost their fixed part whatever the mode,
+well under seconds, and timing them says little about either mode at scale: its history
+barely counts and the defaults decide. A large view's history decides, once it holds a few
+refreshes: a process's first refresh also pays the JVM's warm-up (code generation, class
+loading), several times a warm refresh, and one such refresh must not decide. A mode's
+history also fades while the other mode runs (AUTO chose the other because of it): else one
+slow measurement would keep AUTO off a mode for good, with nothing to ever correct it; faded,
+the mode is tried again and measured anew.
 
 AUTO takes the cheaper estimate, and incremental when the two are within ``TIE_MS``: closer
 than the estimates can tell apart, and an incremental refresh reads and writes less. A wrong
@@ -30,16 +43,18 @@ refresh of a maintainable view writes the bucketed layout incremental refreshes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
 from sparkmv import fs
+from sparkmv.analyze.relational import Join, Node, Scan, scanned_tables, walk
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata
 from sparkmv.config import REFRESH_COST_BASED_CONF
+from sparkmv.delta.join import changed_core
 from sparkmv.parse.statements import RefreshMode
 
 FIXED_MS = 300.0
@@ -55,6 +70,11 @@ HISTORY_BASE_BYTES = FIXED_MS / FULL_MS_PER_BASE_BYTE
 scan costs as much as its fixed part."""
 TIE_MS = 100.0
 """Estimates this close choose incremental."""
+CONFIDENT_REFRESHES = 3
+"""Measured refreshes of a mode after which its history counts fully (fewer count in
+proportion: one refresh, a third)."""
+STALE_HALF_LIFE = 4
+"""Refreshes of the other mode after which a mode's history counts half as much."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +98,7 @@ class CostEstimate:
     full: ModeCost
     change_bytes: int = 0
     incremental: ModeCost | None = None
+    joined_bytes: int = 0
 
     def cheaper(self) -> RefreshMode:
         """FULL when its estimate is below the incremental one by ``TIE_MS`` or more."""
@@ -115,35 +136,83 @@ class CostEstimate:
         weight = f"history weight {self.history_weight:.0%}"
         if self.incremental is None:
             return f"{full}; {weight}"
+        joined = f", {size(self.joined_bytes)} joined" if self.joined_bytes else ""
         incremental = (
             f"incremental {seconds(self.incremental.estimated_ms)} "
-            f"({size(self.change_bytes)} of changes)"
+            f"({size(self.change_bytes)} of changes{joined})"
         )
         return f"{incremental}, {full}; {weight}"
 
 
 def estimate_cost(
-    view: MvMetadata, base_bytes: int, change_bytes: int | None = None
+    view: MvMetadata, base_bytes: int, change_bytes: int | None = None, joined_bytes: int = 0
 ) -> CostEstimate:
     """The estimates of a refresh of ``view`` over ``base_bytes`` of base tables, with
-    ``change_bytes`` logged since its last refresh (None: it cannot be incremental)."""
-    weight = base_bytes / (base_bytes + HISTORY_BASE_BYTES)
-    history = view.stats.cost_history
+    ``change_bytes`` logged since its last refresh (None: it cannot be incremental) and
+    ``joined_bytes`` of inputs its change is joined with (``joined_bytes``)."""
+    scale = base_bytes / (base_bytes + HISTORY_BASE_BYTES)
+    stats = view.stats
+    history = stats.cost_history
     full_ms = FIXED_MS + FULL_MS_PER_BASE_BYTE * base_bytes + FULL_MS_PER_VIEW_ROW * view.row_count
-    full = _corrected(full_ms, history.get(RefreshMode.FULL), weight)
+    full = _corrected(full_ms, history.get(RefreshMode.FULL), scale, stats.refreshes)
     if change_bytes is None:
-        return CostEstimate(base_bytes, view.row_count, weight, full)
-    incremental_ms = FIXED_MS + INCREMENTAL_MS_PER_CHANGE_BYTE * change_bytes
-    incremental = _corrected(incremental_ms, history.get(RefreshMode.INCREMENTAL), weight)
-    return CostEstimate(base_bytes, view.row_count, weight, full, change_bytes, incremental)
+        return CostEstimate(base_bytes, view.row_count, scale, full)
+    incremental_ms = (
+        FIXED_MS
+        + INCREMENTAL_MS_PER_CHANGE_BYTE * change_bytes
+        + FULL_MS_PER_BASE_BYTE * joined_bytes
+    )
+    incremental = _corrected(
+        incremental_ms, history.get(RefreshMode.INCREMENTAL), scale, stats.refreshes
+    )
+    return CostEstimate(
+        base_bytes, view.row_count, scale, full, change_bytes, incremental, joined_bytes
+    )
 
 
-def _corrected(model_ms: float, history: ModeHistory | None, weight: float) -> ModeCost:
+def confidence(history: ModeHistory, refreshes: int) -> float:
+    """How much a mode's ``history`` counts, 0 to 1, when the view has had ``refreshes``:
+    in proportion to its measured refreshes up to ``CONFIDENT_REFRESHES``, halved for every
+    ``STALE_HALF_LIFE`` refreshes of the other mode since its newest."""
+    stale = max(refreshes - history.last_refresh, 0) if history.last_refresh else 0
+    measured = min(history.refreshes, CONFIDENT_REFRESHES) / CONFIDENT_REFRESHES
+    return float(measured * 0.5 ** (stale / STALE_HALF_LIFE))
+
+
+def _corrected(
+    model_ms: float, history: ModeHistory | None, scale: float, refreshes: int
+) -> ModeCost:
     """``model_ms`` scaled by how the mode's measured refreshes compared with the model,
-    to the power ``weight``."""
+    to the power ``scale · confidence``."""
     if history is None or history.mean_ms <= 0 or history.mean_model_ms <= 0:
         return ModeCost(model_ms, model_ms)
+    weight = scale * confidence(history, refreshes)
     return ModeCost(model_ms, model_ms * (history.mean_ms / history.mean_model_ms) ** weight)
+
+
+def joined_bytes(root: Node, table_bytes: Mapping[str, int], changed: set[str]) -> int:
+    """The bytes of base tables the change of ``root`` is joined with: per join whose
+    inputs the ``changed`` tables reach, each changed input's term scans every other input
+    of the join's changed core once, and each input outside the core is joined once, with
+    the core's change (``delta/join.py``). An input's bytes are its scanned tables'
+    (``table_bytes``), once per scan."""
+    total = 0
+    for node in walk(root):
+        if not isinstance(node, Join):
+            continue
+        sizes = [
+            sum(table_bytes.get(scan.table, 0) for scan in walk(child) if isinstance(scan, Scan))
+            for child in node.inputs
+        ]
+        hit = [i for i, child in enumerate(node.inputs) if scanned_tables(child) & changed]
+        if not hit:
+            continue
+        core = set(changed_core(node, hit)) if len(hit) > 1 else set(hit)
+        core = core or set(range(len(node.inputs)))  # not connected: every term scans all
+        inside = sum(sizes[i] for i in core)
+        total += sum(inside - sizes[i] for i in hit)
+        total += sum(size for i, size in enumerate(sizes) if i not in core)
+    return total
 
 
 def cost_based(spark: SparkSession) -> bool:
@@ -153,7 +222,14 @@ def cost_based(spark: SparkSession) -> bool:
 
 def base_bytes(bases: Iterable[BaseTable]) -> int:
     """The bytes of the tracked base tables' files, as tracking listed them."""
-    return sum(f.size for base in bases if base.files is not None for f in base.files.files)
+    return sum(table_bytes(bases).values())
+
+
+def table_bytes(bases: Iterable[BaseTable]) -> dict[str, int]:
+    """Per tracked base table, the bytes of its files as tracking listed them."""
+    return {
+        base.name: sum(f.size for f in base.files.files) for base in bases if base.files is not None
+    }
 
 
 def logged_bytes(spark: SparkSession, base: BaseTable, consumed: int, read: set[str] | None) -> int:

@@ -44,7 +44,9 @@ from sparkmv.plan.cost import (
     base_bytes,
     cost_based,
     estimate_cost,
+    joined_bytes,
     logged_bytes,
+    table_bytes,
 )
 from sparkmv.plan.view_delta import checked_maintainability, maintainability_of, schemas_key
 
@@ -147,8 +149,12 @@ def plan_refresh(
         return full(obstacle)
     if not changed:
         return RefreshPlan(RefreshMode.INCREMENTAL, NO_CHANGE, nothing_pending=True, query=query)
+    assert maintainability.root is not None
+    joined = joined_bytes(
+        maintainability.root, table_bytes(bases), {table.name for table in changed}
+    )
     cost = estimate_cost(
-        view, base_bytes(bases), change_bytes(spark, maintainability, bases, changed)
+        view, base_bytes(bases), change_bytes(spark, maintainability, bases, changed), joined
     )
     if requested is None and view.policy is RefreshPolicy.AUTO and cost_based(spark):
         return RefreshPlan(cost.cheaper(), cost.choice(), changed, cost, query=query)
