@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
+from sqlglot import exp
 from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
@@ -87,6 +88,8 @@ def analyze_maintainability(
         return Maintainability(
             False, "sqlglot cannot parse the query, so its deltas cannot be derived"
         )
+    if query.tree.find(exp.Window):  # the IR has no window node: name it, not its symptom
+        return not_maintainable("window function")
     by_database: dict[str, dict[str, dict[str, str]]] = {}
     for table, names in columns.items():
         db, _, name = table.partition(".")
