@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -16,6 +17,7 @@ HANDLER_REGISTRY_CLASS = "io.sparkmv.bridge.MvHandlerRegistry"
 EXCEPTION_CLASS = "io.sparkmv.bridge.SparkMvException"
 CATALOG_BRIDGE_CLASS = "io.sparkmv.catalog.CatalogBridge"
 FS_BRIDGE_CLASS = "io.sparkmv.fs.FsBridge"
+FRAME_BRIDGE_CLASS = "io.sparkmv.frames.FrameBridge"
 LOCAL_FILE_SYSTEM_CLASS = "io.sparkmv.fs.LocalFileSystemWithNioPermissions"
 """Hadoop's ``fs.file.impl`` in ``sparkmv.session()``: every file Spark writes on the local
 file system (and its checksum file) would otherwise start a ``chmod`` process, 12-17 ms
@@ -96,14 +98,19 @@ INCREMENTAL_REFRESH_CONF: dict[str, str] = {
 @contextmanager
 def session_conf(spark: SparkSession, values: Mapping[str, str]) -> Iterator[None]:
     """``values`` set in ``spark``'s session conf for the duration, then restored."""
-    previous = {key: spark.conf.get(key, None) for key in values}
-    for key, value in values.items():
-        spark.conf.set(key, value)
+    previous = _swap_confs(spark, values)
     try:
         yield
     finally:
-        for key, old in previous.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+        _swap_confs(spark, previous)
+
+
+def _swap_confs(spark: SparkSession, values: Mapping[str, str | None]) -> dict[str, str | None]:
+    """Set ``values`` in the session conf (None: unset) in one py4j round trip (the shim's
+    ``FrameBridge``; PySpark's conf costs one per key and value); what they were before."""
+    from sparkmv.jvm import helper  # it imports PySpark, which this module otherwise does not
+
+    session: Any = spark._jsparkSession
+    swapped = helper(spark, FRAME_BRIDGE_CLASS).swapConfs(session, json.dumps(dict(values)))
+    previous: dict[str, str | None] = json.loads(str(swapped))
+    return previous

@@ -12,7 +12,7 @@ import contextlib
 import os
 import shutil
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -32,6 +32,10 @@ class _Hadoop:
     path: Any  # org.apache.hadoop.fs.Path
     file_util: Any  # org.apache.hadoop.fs.FileUtil
     bridge: Any  # io.sparkmv.fs.FsBridge: listings and reads in one round trip each
+    # What ``qualified`` answered, by path: the file system and its working directory that
+    # qualification depends on are fixed once Hadoop has made them (it caches them).
+    qualified: dict[str, str] = field(default_factory=dict)
+    warehouse: list[str] = field(default_factory=list)  # the qualified warehouse, once known
 
 
 _hadoop_handles: list[_Hadoop] = []  # at most one: the current Spark context's
@@ -61,15 +65,29 @@ def filesystem(spark: SparkSession, path: str) -> tuple[Any, Any]:
 
 
 def qualified(spark: SparkSession, path: str) -> str:
-    """``path`` with its file-system scheme, as Hadoop lists it."""
+    """``path`` with its file-system scheme, as Hadoop lists it (asked once per path: a
+    refresh qualifies the same few paths, a view's storage and its base tables', every time)."""
     hadoop = _hadoop(spark)
-    return str(hadoop.bridge.qualified(hadoop.configuration, path))
+    known = hadoop.qualified.get(path)
+    if known is None:
+        if len(hadoop.qualified) >= _MAX_QUALIFIED:
+            hadoop.qualified.clear()
+        known = str(hadoop.bridge.qualified(hadoop.configuration, path))
+        hadoop.qualified[path] = known
+    return known
+
+
+_MAX_QUALIFIED = 4096
+"""Paths whose qualified form ``qualified`` keeps (then it starts over)."""
 
 
 def warehouse_path(spark: SparkSession, *parts: str) -> str:
-    """A qualified path under the session's warehouse directory."""
-    warehouse = qualified(spark, spark.conf.get("spark.sql.warehouse.dir") or "")
-    return "/".join([warehouse.rstrip("/"), *parts])
+    """A qualified path under the session's warehouse directory (a static conf: fixed for
+    the life of the Spark context, so looked up once)."""
+    hadoop = _hadoop(spark)
+    if not hadoop.warehouse:
+        hadoop.warehouse.append(qualified(spark, spark.conf.get("spark.sql.warehouse.dir") or ""))
+    return "/".join([hadoop.warehouse[0].rstrip("/"), *parts])
 
 
 def exists(spark: SparkSession, path: str) -> bool:
@@ -166,10 +184,14 @@ def is_hidden(name: str) -> bool:
 def data_files(spark: SparkSession, directory: str) -> list[FileStatus]:
     """Data files under ``directory``, recursively, skipping hidden entries at any depth."""
     hadoop = _hadoop(spark)
-    joined = str(hadoop.bridge.listDataFiles(hadoop.configuration, directory))
-    if not joined:
+    return statuses(str(hadoop.bridge.listDataFiles(hadoop.configuration, directory)))
+
+
+def statuses(listed: str) -> list[FileStatus]:
+    """The files of a listing by ``FsBridge.listDataFiles``."""
+    if not listed:
         return []
-    fields = joined.split(_NUL)
+    fields = listed.split(_NUL)
     return [
         FileStatus(path, int(size), int(modified))
         for path, size, modified in zip(fields[0::3], fields[1::3], fields[2::3], strict=True)

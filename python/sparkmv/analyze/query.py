@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
+from sparkmv import frames
 from sparkmv.errors import ErrorClass, SparkMvError
 
 
@@ -58,8 +59,7 @@ def _base_tables(tree: exp.Expr, database: str) -> tuple[str, ...]:
 
 def query_dataframe(spark: SparkSession, text: str, database: str) -> DataFrame:
     """The analyzed DataFrame of ``text``, its unqualified names resolved in ``database``."""
-    with current_database(spark, database):
-        return spark.sql(text)
+    return frames.sql_in(spark, text, database)
 
 
 @contextmanager

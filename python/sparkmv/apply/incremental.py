@@ -45,18 +45,18 @@ from functools import reduce
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkmv import fs
+from sparkmv import frames, fs
 from sparkmv.apply.driver_files import carried_by_driver, writable_directory, write_by_bucket
 from sparkmv.apply.snapshot import (
     CHANGE_DIR,
     FILE_COLUMN,
     MASK_SCHEMA,
     ROW_COLUMN,
-    bucket_of,
+    bucket_sql,
     keep_schema_readable,
     key_hash_sql,
     mask_path,
@@ -66,7 +66,8 @@ from sparkmv.apply.snapshot import (
 )
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
-from sparkmv.observations import observed_counts
+from sparkmv.observations import observe
+from sparkmv.parse.statements import quote_identifier
 from sparkmv.plan.merge import METRICS, Merge
 from sparkmv.stored_columns import BUCKET_COLUMN
 from sparkmv.zset import WEIGHT
@@ -146,7 +147,9 @@ def apply_change(
             )
         _link_buckets(spark, view.snapshot, path, files, except_buckets=whole)
         masked = hit_count + mask.carry(spark, mask_path(path), except_buckets=whole)
-        keep_schema_readable(spark, merge.schema, path)
+        linked = any(names for bucket, names in files.items() if bucket not in whole)
+        if not linked and not observed["rewritten"]:  # else it holds a data file
+            keep_schema_readable(spark, merge.schema, path)
         return AppliedChange(
             path,
             masked,
@@ -207,23 +210,25 @@ def _stage_change(
     than computed again. Otherwise (of a type Arrow does not carry back unchanged, or on a
     file system the driver cannot write) Spark writes it, and its rows are counted from
     the files' footers."""
-    bucketed = change.withColumn(BUCKET_COLUMN, bucket_of(change, merge.key_columns, buckets))
+    bucket = f"{bucket_sql(change.schema, merge.key_columns, buckets)} AS {BUCKET_COLUMN}"
     schema = _bucketed(change.schema)
     staged_path = f"{path}/{CHANGE_DIR}"
     local = writable_directory(spark, staged_path)
     if local is not None and carried_by_driver(schema):
         hashed = key_hash_sql(schema, merge.key_columns)
-        collected = bucketed.selectExpr("*", f"{hashed or 'CAST(0 AS BIGINT)'} AS {KEY_HASH}")
-        table = collected.toArrow()
+        key_hash = f"{hashed or 'CAST(0 AS BIGINT)'} AS {KEY_HASH}"
+        collected = frames.select(change, ["*", bucket, key_hash])
+        table = frames.collect_arrow(collected, "sparkmv: compute the view's change")
         rows, probes, probed = _staged_at_driver(table, merge, hashed is not None, local)
         frame = _read_buckets(spark, staged_path, schema, sorted(rows)) if rows else change
         if table.num_rows > LOCAL_CHANGE_MAX_ROWS:  # written here, but merged by Spark
             return StagedChange(frame, rows, probed_buckets=probed)
         appended = _copies(table) if merge.bag and not probed else None
         return StagedChange(frame, rows, True, probes, probed, appended)
+    bucketed = frames.select(change, ["*", bucket])
     bucketed.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(staged_path)
     rows = _rows_per_bucket(fs.parquet_row_counts(spark, staged_path))
-    frame = spark.read.schema(schema).parquet(staged_path) if rows else change
+    frame = frames.read_parquet(spark, schema, [staged_path]) if rows else change
     touched = {bucket: n for bucket, n in rows.items() if n}
     return StagedChange(frame, touched, probed_buckets=frozenset(touched))
 
@@ -340,8 +345,7 @@ def _read_buckets(
     Spark lists just those and infers nothing."""
     names = ",".join(str(bucket) for bucket in buckets)
     pattern = names if len(buckets) == 1 else f"{{{names}}}"
-    reader = spark.read.schema(schema).option("basePath", directory)
-    return reader.parquet(f"{directory}/{BUCKET_COLUMN}={pattern}")
+    return frames.read_parquet(spark, schema, [f"{directory}/{BUCKET_COLUMN}={pattern}"], directory)
 
 
 def _live_rows(
@@ -364,20 +368,27 @@ def _live_rows(
         empty = (
             bucketed if not positions else T.StructType([*bucketed.fields, *MASK_SCHEMA.fields[1:]])
         )
-        return spark.createDataFrame([], empty)
+        return frames.empty(spark, empty)
     stored = _read_buckets(spark, view.snapshot, bucketed, present)
     masked = mask.buckets() & frozenset(present)
     if not positions and not masked:
         return stored
-    stored = stored.select(
-        *bucketed.fieldNames(),
-        F.col("_metadata.file_name").alias(FILE_COLUMN),
-        F.col("_metadata.row_index").alias(ROW_COLUMN),
+    stored = frames.select(
+        stored,
+        [
+            *(quote_identifier(name) for name in bucketed.fieldNames()),
+            f"_metadata.file_name AS {FILE_COLUMN}",
+            f"_metadata.row_index AS {ROW_COLUMN}",
+        ],
     )
-    if masked:
-        hidden = read_mask(spark, view.snapshot).where(F.col(BUCKET_COLUMN).isin(sorted(masked)))
-        stored = stored.join(hidden, list(MASK_SCHEMA.fieldNames()), "left_anti")
-    return stored.select(*columns)
+    if not masked:
+        return stored
+    listed = ", ".join(str(bucket) for bucket in sorted(masked))
+    hidden = frames.select(
+        read_mask(spark, view.snapshot), ["*"], where=f"{BUCKET_COLUMN} IN ({listed})"
+    )
+    unmasked = stored.join(hidden, list(MASK_SCHEMA.fieldNames()), "left_anti")
+    return frames.select(unmasked, [quote_identifier(name) for name in columns])
 
 
 def _bucketed(schema: T.StructType) -> T.StructType:
@@ -404,7 +415,7 @@ def _mask_hits(
     target = mask_path(writer.path)
     written = {bucket: rows for bucket, rows in writer.write(hit, target).items() if rows}
     if not written:
-        return spark.createDataFrame([], schema), 0
+        return frames.empty(spark, schema), 0
     return _read_buckets(spark, target, schema, sorted(written)), sum(written.values())
 
 
@@ -448,10 +459,10 @@ def _rows_hit(stored: DataFrame, staged: StagedChange, merge: Merge) -> DataFram
     merges into. With ΔV's key hashes at hand, the rows whose key hash is one of them (a
     superset: ``Merge.merged`` leaves a row no change row matches as it was); else a
     semi-join with ΔV's keys."""
-    hashed = key_hash_sql(stored.schema, merge.key_columns)
+    hashed = key_hash_sql(merge.schema, merge.key_columns)  # a stored file's columns
     if staged.probes is not None and hashed is not None:
         listed = ", ".join(str(probe) for probe in staged.probes)
-        return stored.where(f"{hashed} IN ({listed})")
+        return frames.select(stored, ["*"], where=f"{hashed} IN ({listed})")
     keys = merge.key_columns
     change = staged.frame.where(F.col(WEIGHT) < 0) if merge.bag else staged.frame
     probes = change.select(
@@ -499,7 +510,8 @@ class BucketWriter:
         """Write ``rows`` under ``directory``; return the rows written per bucket."""
         local = writable_directory(rows.sparkSession, directory) if self.at_driver else None
         if local is not None:
-            return write_by_bucket(rows.toArrow(), local)
+            table = frames.collect_arrow(rows, "sparkmv: rows of the view's new snapshot")
+            return write_by_bucket(table, local)
         rows.write.mode("append").partitionBy(BUCKET_COLUMN).parquet(directory)
         return _rows_per_bucket(fs.parquet_row_counts(rows.sparkSession, directory))
 
@@ -532,16 +544,13 @@ def write_merged(
     after it, in the writing stage: observed before it, they would be lost whenever no row
     is kept (adaptive execution replaces an empty stage's plan, observation included).
     """
-    observation = Observation("sparkmv_apply")
-    named = [
-        F.expr(f"coalesce({m}, 0) AS {n}") for m, n in zip(merge.metrics, METRICS, strict=True)
-    ]
+    named = {n: f"coalesce({m}, 0)" for m, n in zip(merge.metrics, METRICS, strict=True)}
     merged = merge.merged(stored, change)
     if not merge.by_bucket and not writer.at_driver:
         merged = merged.repartition(BUCKET_COLUMN)
-    observed = merged.observe(observation, *named)
+    observed, metrics = observe(merged, "sparkmv_apply", named)
     writer.write(merge.kept(observed), path)
-    return observed_counts(observation, METRICS)
+    return metrics.counts()
 
 
 def _bucket_files(spark: SparkSession, snapshot: str) -> BucketFiles:

@@ -29,15 +29,15 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkmv import fs
+from sparkmv import frames, fs
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.config import STORAGE_DIR_NAME
 from sparkmv.fs import list_names, qualified, remove, warehouse_path
-from sparkmv.observations import observed_counts
+from sparkmv.observations import observe
 from sparkmv.parse.statements import TableName, quote_identifier
 from sparkmv.stored_columns import (
     BUCKET_COLUMN,
@@ -94,10 +94,16 @@ def key_hash_sql(schema: T.StructType, columns: Sequence[str]) -> str | None:
     return f"xxhash64({', '.join(hashed)})" if hashed else None
 
 
+def bucket_sql(schema: T.StructType, columns: Sequence[str], buckets: int) -> str:
+    """SQL for the bucket of a row of ``schema``: the ``key_hash_sql`` of its ``columns``
+    modulo ``buckets`` (0 when none of them is hashable)."""
+    hashed = key_hash_sql(schema, columns)
+    return "CAST(0 AS INT)" if hashed is None else f"CAST(pmod({hashed}, {buckets}) AS INT)"
+
+
 def bucket_of(frame: DataFrame, columns: Sequence[str], buckets: int) -> Column:
-    """The bucket of each row of ``frame``: its ``key_hash_sql`` modulo ``buckets``."""
-    hashed = key_hash_sql(frame.schema, columns)
-    return F.lit(0) if hashed is None else F.expr(f"CAST(pmod({hashed}, {buckets}) AS INT)")
+    """The bucket of each row of ``frame`` (``bucket_sql``)."""
+    return F.expr(bucket_sql(frame.schema, columns, buckets))
 
 
 def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) -> int:
@@ -114,9 +120,9 @@ def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) ->
         names = data.columns
         visible = len(data.columns)
     stored = data.select(*(data[i].alias(n, metadata={}) for i, n in enumerate(names)))
-    rows = Observation("sparkmv_snapshot")
-    shown = F.sum(F.col(VISIBLE_COLUMN).cast("long")) if layout.grouped else F.count(F.lit(1))
-    frame = stored.observe(rows, F.coalesce(shown, F.lit(0)).alias("rows"))
+    visible_rows = f"sum(CAST({quote_identifier(VISIBLE_COLUMN)} AS BIGINT))"
+    shown = visible_rows if layout.grouped else "count(1)"
+    frame, rows = observe(stored, "sparkmv_snapshot", {"rows": f"coalesce({shown}, 0)"})
     if layout.buckets:
         hashed = storage_columns(visible)
         if layout.grouped:
@@ -126,7 +132,7 @@ def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) ->
         frame.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(path)
     else:
         frame.write.mode("errorifexists").parquet(path)
-    written = observed_counts(rows, ("rows",))["rows"]
+    written = rows.counts()["rows"]
     if layout.buckets:
         keep_schema_readable(data.sparkSession, stored.schema, path)
     return written
@@ -136,7 +142,7 @@ def keep_schema_readable(spark: SparkSession, schema: T.StructType, path: str) -
     """A bucketed snapshot without rows has no files, and Spark cannot read a view over it:
     give it one empty file (with ``schema``) in bucket 0."""
     if not fs.data_files(spark, path):
-        empty = spark.createDataFrame([], schema)
+        empty = frames.empty(spark, schema)
         empty.write.mode("errorifexists").parquet(f"{path}/{BUCKET_COLUMN}=0")
 
 
@@ -171,7 +177,7 @@ def mask_path(snapshot: str) -> str:
 
 def read_mask(spark: SparkSession, snapshot: str) -> DataFrame:
     """The mask of ``snapshot``: one row (bucket, file name, row index) per masked row."""
-    return spark.read.schema(MASK_SCHEMA).parquet(mask_path(snapshot))
+    return frames.read_parquet(spark, MASK_SCHEMA, [mask_path(snapshot)])
 
 
 MASK_SCHEMA = T.StructType(

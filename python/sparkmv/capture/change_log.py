@@ -39,16 +39,16 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
-from functools import reduce
 
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from sparkmv import fs
+from sparkmv import frames, fs
 from sparkmv.capture.files import DataFile, PartitionSpec, TableFiles, delete_retired
 from sparkmv.capture.source import ChangeRangeError
-from sparkmv.zset import WEIGHT, column, consolidate, weighted
+from sparkmv.frames import ParquetRead
+from sparkmv.parse.statements import quote_identifier, sql_string
+from sparkmv.zset import WEIGHT, consolidate
 
 _MANIFEST = re.compile(r"^(\d{20})\.json$")
 _COMPACTED = re.compile(r"^_compacted_through\.(\d+)$")
@@ -456,7 +456,6 @@ class ChangeLog:
             for commit in commits + self.commits(end, self.current_version())
             for path, link in commit.preserved.items()
         }
-        parts: list[DataFrame] = []
         inserted = [
             FileRef(moved.get(ref.path, ref.path), ref.partition)
             for commit in commits
@@ -467,51 +466,55 @@ class ChangeLog:
             for commit in commits
             for ref in commit.deleted_files
         ]
-        if inserted:
-            parts.append(weighted(self.read_files(inserted), +1))
-        if deleted:
-            parts.append(weighted(self.read_files(deleted), -1))
-        inserted_rows = [c.inserted_rows for c in commits if c.inserted_rows is not None]
-        if inserted_rows:
-            parts.append(weighted(self._read_rows(inserted_rows), +1))
-        deleted_rows = [c.deleted_rows for c in commits if c.deleted_rows is not None]
-        if deleted_rows:
-            parts.append(weighted(self._read_rows(deleted_rows), -1))
-        if not parts:
-            return self._empty()
-        return reduce(DataFrame.unionByName, parts)
+        reads = [*self._file_reads(inserted, +1), *self._file_reads(deleted, -1)]
+        for weight, directories in (
+            (+1, [c.inserted_rows for c in commits if c.inserted_rows is not None]),
+            (-1, [c.deleted_rows for c in commits if c.deleted_rows is not None]),
+        ):
+            if directories:
+                reads.append(
+                    ParquetRead(self.schema, tuple(directories), select=self._items({}, weight))
+                )
+        if not reads:
+            return frames.select(frames.empty(self.spark, self.schema), self._items({}, 0))
+        return frames.read_parquets(self.spark, reads)
 
     def read_files(self, refs: list[FileRef]) -> DataFrame:
         """Rows of data files (without weights); partition values come from the refs, not
         from paths."""
         if not refs:
-            return self.spark.createDataFrame([], self.schema)
+            return frames.empty(self.spark, self.schema)
+        return frames.read_parquets(self.spark, self._file_reads(refs, None))
+
+    def _file_reads(self, refs: list[FileRef], weight: int | None) -> list[ParquetRead]:
+        """The reads of the data files ``refs`` (one per partition, however many files:
+        read and united by one py4j call), every row weighing ``weight`` (None: no weight
+        column)."""
         by_partition: dict[PartitionSpec, list[str]] = defaultdict(list)
         for ref in refs:
             by_partition[ref.partition].append(ref.path)
-        frames = []
+        reads = []
         for partition, paths in by_partition.items():
             values = dict(partition)
-            if not values:  # the files hold every column, in the schema's order
-                frames.append(self.spark.read.schema(self.schema).parquet(*paths))
-                continue
+            # The files hold every column but the partition's, in the schema's order.
             data_schema = StructType([f for f in self.schema.fields if f.name not in values])
-            frame = self.spark.read.schema(data_schema).parquet(*paths)
-            columns: list[Column] = [
-                F.lit(values[f.name]).cast(f.dataType).alias(f.name)
-                if f.name in values
-                else column(f.name)
-                for f in self.schema.fields
-            ]
-            frames.append(frame.select(*columns))
-        return reduce(DataFrame.unionByName, frames)
+            select = self._items(values, weight) if values or weight is not None else None
+            reads.append(ParquetRead(data_schema, tuple(paths), select=select))
+        return reads
 
-    def _read_rows(self, directories: list[str]) -> DataFrame:
-        return self.spark.read.schema(self.schema).parquet(*directories)
-
-    def _empty(self) -> DataFrame:
-        empty = self.spark.createDataFrame([], self.schema)
-        return weighted(empty, 0).limit(0)
+    def _items(self, values: dict[str, str | None], weight: int | None) -> tuple[str, ...]:
+        """A select list of the schema's columns, those of ``values`` (a partition's) set
+        to its values, then the weight column (``weight``; None: none)."""
+        items = [
+            f"CAST({_literal(values[f.name])} AS {f.dataType.simpleString()}) AS "
+            + quote_identifier(f.name)
+            if f.name in values
+            else quote_identifier(f.name)
+            for f in self.schema.fields
+        ]
+        if weight is not None:
+            items.append(f"CAST({weight} AS BIGINT) AS {quote_identifier(WEIGHT)}")
+        return tuple(items)
 
     def _versions(self) -> list[int]:
         names = fs.list_names(self.spark, f"{self.root}/commits")
@@ -541,6 +544,11 @@ class ChangeLog:
 
     def _intent(self, pending_id: str) -> str:
         return f"{self.root}/pending/{pending_id}.intent"
+
+
+def _literal(value: str | None) -> str:
+    """A partition value (as the metastore spells it) as a Spark SQL literal."""
+    return "NULL" if value is None else sql_string(value)
 
 
 def _incomplete_reason(commits: list[LogCommit]) -> str:

@@ -115,11 +115,16 @@ def files_digest(files: Iterable[DataFile]) -> str:
 
 
 def list_table_files(
-    spark: SparkSession, catalog: ViewCatalog, table: TableName, entry: CatalogEntry | None = None
+    spark: SparkSession,
+    catalog: ViewCatalog,
+    table: TableName,
+    entry: CatalogEntry | None = None,
+    listed: Mapping[str, list[fs.FileStatus]] | None = None,
 ) -> TableFiles:
     """The table's current data files, listed afresh (never from Spark's file cache).
     ``entry``, the table's catalog entry if the caller just read it, holds the location of
-    an unpartitioned table (the partitions of a partitioned one are looked up)."""
+    an unpartitioned table (the partitions of a partitioned one are looked up); ``listed``,
+    the data files the caller listed with it, by location."""
     locations: list[tuple[dict[str, str | None] | None, str]]
     if entry is not None and entry.location is not None and not entry.partition_columns:
         locations = [(None, entry.location)]
@@ -128,9 +133,10 @@ def list_table_files(
     units = []
     for values, location in locations:
         spec = partition_spec(values)
+        found = listed.get(location) if listed is not None else None
         files = tuple(
             DataFile(status.path, status.size, status.modified_ms, spec)
-            for status in fs.data_files(spark, location)
+            for status in (fs.data_files(spark, location) if found is None else found)
         )
         units.append(DataUnit(spec, fs.qualified(spark, location), files))
     return TableFiles(tuple(units))

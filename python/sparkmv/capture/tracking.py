@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -29,6 +30,7 @@ from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import LogPosition
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
 from sparkmv.config import LOG_DIR_NAME
+from sparkmv.fs import FileStatus
 from sparkmv.parse.statements import TableName
 
 TRACKABLE_PROVIDERS = frozenset({"parquet"})
@@ -156,9 +158,15 @@ class Tracking:
             else:
                 self.catalog.alter_properties(table, {}, unset=(keys.TRACKING_DEPENDENTS,))
 
-    def files(self, table: TableName, entry: CatalogEntry | None = None) -> TableFiles:
-        """``table``'s data files now; ``entry``: its catalog entry, if just read."""
-        return list_table_files(self.spark, self.catalog, table, entry)
+    def files(
+        self,
+        table: TableName,
+        entry: CatalogEntry | None = None,
+        listed: Mapping[str, list[FileStatus]] | None = None,
+    ) -> TableFiles:
+        """``table``'s data files now; ``entry``: its catalog entry, if just read (and
+        ``listed``: data files listed with it, by location)."""
+        return list_table_files(self.spark, self.catalog, table, entry, listed)
 
     def dependents(self, entry: CatalogEntry | None) -> list[TableName]:
         """The views reading the table of catalog entry ``entry``."""

@@ -15,6 +15,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
+from sparkmv import fs
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import CATALOG_BRIDGE_CLASS
@@ -99,26 +100,36 @@ class ViewCatalog:
             for name, value in zip(names, described, strict=True)
         }
 
+    def refresh_facts(self, name: TableName) -> RefreshFacts:
+        """What a refresh of the materialized view ``name`` (resolved here) reads from the
+        catalog, in one JVM call (``RefreshFacts``). Raises as ``get`` does."""
+        found = json.loads(
+            self._bridge.refreshFacts(
+                self._session, name.database, name.name, keys.BASE_TABLES, keys.TRACKING_LOG
+            )
+        )
+        view = TableName(name.name.lower(), found["database"])
+        described = found["view"]
+        entry = None if described is None else entry_from_description(described)
+        checked = _existing(view, _materialized_view(view, entry))
+        metadata = MvMetadata.from_properties(view, checked.properties)
+        bases = {
+            TableName.parse_qualified(qualified): (
+                None if value is None else entry_from_description(value)
+            )
+            for qualified, value in found["bases"].items()
+        }
+        files = {location: fs.statuses(listed) for location, listed in found["files"].items()}
+        return RefreshFacts(metadata, bases, files)
+
     def find_entry(self, name: TableName) -> CatalogEntry | None:
         """The materialized view ``name`` (resolved) as a catalog entry; None if nothing has
         that name. Raises NOT_A_MATERIALIZED_VIEW when a table or plain view has it."""
-        found = self.entry(name)
-        if found is not None and not found.is_materialized_view:
-            kind = "view" if found.table_type == "VIEW" else "table"
-            raise SparkMvError(
-                ErrorClass.NOT_A_MATERIALIZED_VIEW,
-                name=name,
-                kind=kind,
-                hint=f"use the statements for {kind}s on it, or pick another name.",
-            )
-        return found
+        return _materialized_view(name, self.entry(name))
 
     def get_entry(self, name: TableName) -> CatalogEntry:
         """Like ``find_entry``; raises MATERIALIZED_VIEW_NOT_FOUND when nothing has the name."""
-        found = self.find_entry(name)
-        if found is None:
-            raise SparkMvError(ErrorClass.MATERIALIZED_VIEW_NOT_FOUND, name=name)
-        return found
+        return _existing(name, self.find_entry(name))
 
     def find(self, name: TableName) -> MvMetadata | None:
         """The materialized view ``name`` (resolved), None if nothing has that name."""
@@ -146,6 +157,39 @@ class ViewCatalog:
             view_text,
             json.dumps(metadata.to_properties()),
         )
+
+
+@dataclass(frozen=True)
+class RefreshFacts:
+    """What a refresh reads from the catalog before it reads any data, gathered by one JVM
+    call (``ViewCatalog.refresh_facts``): the view, its base tables' entries (None: no such
+    table), and the data files of each unpartitioned tracked one, by its location."""
+
+    view: MvMetadata
+    bases: dict[TableName, CatalogEntry | None]
+    files: dict[str, list[fs.FileStatus]]
+
+
+def _materialized_view(name: TableName, found: CatalogEntry | None) -> CatalogEntry | None:
+    """``found``, the catalog entry of ``name`` or None; raises NOT_A_MATERIALIZED_VIEW
+    when it is a table or a plain view."""
+    if found is not None and not found.is_materialized_view:
+        kind = "view" if found.table_type == "VIEW" else "table"
+        raise SparkMvError(
+            ErrorClass.NOT_A_MATERIALIZED_VIEW,
+            name=name,
+            kind=kind,
+            hint=f"use the statements for {kind}s on it, or pick another name.",
+        )
+    return found
+
+
+def _existing(name: TableName, found: CatalogEntry | None) -> CatalogEntry:
+    """``found``, the catalog entry of ``name``; raises MATERIALIZED_VIEW_NOT_FOUND when
+    it is None."""
+    if found is None:
+        raise SparkMvError(ErrorClass.MATERIALIZED_VIEW_NOT_FOUND, name=name)
+    return found
 
 
 def entry_from_description(found: dict[str, Any]) -> CatalogEntry:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,7 +11,8 @@ from pyspark.sql import SparkSession
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking
 from sparkmv.catalog.metadata import MvMetadata
-from sparkmv.catalog.views import CatalogEntry, ViewCatalog
+from sparkmv.catalog.views import CatalogEntry, RefreshFacts, ViewCatalog
+from sparkmv.fs import FileStatus
 from sparkmv.parse.statements import TableName
 
 Rows = list[tuple[Any, ...]]
@@ -29,17 +30,24 @@ class CommandContext:
         catalog = ViewCatalog(spark)
         return cls(spark, catalog, Tracking(spark, catalog))
 
-    def start_tracking(self, view: TableName, base_tables: tuple[str, ...]) -> list[BaseTable]:
+    def start_tracking(
+        self, view: TableName, base_tables: tuple[str, ...], facts: RefreshFacts | None = None
+    ) -> list[BaseTable]:
         """Track every base table of ``view``; each table's log is first reconciled with
-        its files, and a log that had missed changes says so in ``problem``.
+        its files, and a log that had missed changes says so in ``problem``. ``facts``: the
+        base tables' entries and files as a refresh just gathered them (else looked up).
 
         Called before the view reads its base tables, so no write after the read is missed.
         """
         tables = [TableName.parse_qualified(qualified) for qualified in base_tables]
-        entries = self.catalog.entries(tables)
+        entries = facts.bases if facts is not None else self.catalog.entries(tables)
+        listed = facts.files if facts is not None else {}
         return [
             self._base_table(
-                qualified, lambda t: self.tracking.start(t, view, entries[t]), reconcile=True
+                qualified,
+                lambda t: self.tracking.start(t, view, entries[t]),
+                reconcile=True,
+                listed=listed,
             )
             for qualified in base_tables
         ]
@@ -53,13 +61,19 @@ class CommandContext:
         ]
 
     def _base_table(
-        self, qualified: str, tracking: Callable[[TableName], TableTracking], reconcile: bool
+        self,
+        qualified: str,
+        tracking: Callable[[TableName], TableTracking],
+        reconcile: bool,
+        listed: Mapping[str, list[FileStatus]] | None = None,
     ) -> BaseTable:
+        """``qualified`` as ``tracking`` finds it (``listed``: data files listed already,
+        by location)."""
         table = TableName.parse_qualified(qualified)
         state = tracking(table)
         if state.log is None:
             return BaseTable(qualified, None, 0, None, state.untracked_reason)
-        files = self.tracking.files(table, state.entry)
+        files = self.tracking.files(table, state.entry, listed)
         missed = state.log.reconcile(files) if reconcile else state.log.verify(files)
         problem = f"base table {qualified}: {missed}" if missed else ""
         return BaseTable(

@@ -23,7 +23,7 @@ from sparkmv.apply.materialize import (
     incremental_refresh,
     now_ms,
 )
-from sparkmv.capture.tracking import BaseTable, positions
+from sparkmv.capture.tracking import BaseTable, positions, schemas
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
@@ -53,8 +53,9 @@ RESULT_SCHEMA = (
 
 def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     started = now_ms()
-    view = context.catalog.get(context.catalog.resolve(statement.name))
-    bases = context.start_tracking(view.name, view.base_tables)
+    facts = context.catalog.refresh_facts(statement.name)
+    view = facts.view
+    bases = context.start_tracking(view.name, view.base_tables, facts)
     plan = plan_refresh(context.spark, view, statement.mode, bases)
     if plan.nothing_pending:
         return record_no_change(context, view, plan, bases, started)
@@ -118,11 +119,8 @@ def refresh_incrementally(
     maintained = plan.query.maintainability
     assert maintained.root is not None
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
-    with (
-        screened_engine(spark, plan.query, bases, plan.changed) as screened,
-        session_conf(spark, INCREMENTAL_REFRESH_CONF),
-    ):
-        skipped, engine = SkippedRows.observed(maintained.root, screened)
+    skipped, engine = observed_engine(spark, plan.query, bases, plan.changed)
+    with engine, session_conf(spark, INCREMENTAL_REFRESH_CONF):
         change, merge = stored_change(maintained, engine, consumed.layout)
 
         def skipped_counts() -> dict[str, int]:
@@ -161,10 +159,12 @@ def base_states(
     bases: list[BaseTable],
     changed: Sequence[ChangedTable],
     root: Node | None = None,
+    consolidated: bool = True,
 ) -> DeltaEngine:
     """The delta engine over the base tables as this refresh reads them, with the net
     changes of the ``changed`` ones since the view's last refresh (the columns ``root``
-    never reads NULL in them)."""
+    never reads NULL in them). Not ``consolidated``: their logged rows only, no change yet
+    (the engine sees no table changed)."""
     consumed = {table.name: table.consumed_version for table in changed}
     states = {}
     for base in bases:
@@ -172,7 +172,8 @@ def base_states(
         if base.name in consumed and base.log is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.log.row_changes(consumed[base.name], base.version, read)
-            state = BaseState(state.rows, net_change(logged, read), logged, read)
+            change = net_change(logged, read) if consolidated else None
+            state = BaseState(state.rows, change, logged, read)
         states[base.name] = state
     return delta_engine(spark, states)
 
@@ -185,5 +186,41 @@ def screened_engine(
 ) -> DeltaEngine:
     """The delta engine of an incremental refresh: the base tables with the changes of the
     ``changed`` ones, each scan's change screened by its irrelevance filter."""
-    engine = base_states(spark, bases, changed, query.maintainability.root)
-    return engine.screened(irrelevance_screens(query.maintainability, engine, spark))
+    return _screened(spark, query, bases, changed, observe=False)[1]
+
+
+def observed_engine(
+    spark: SparkSession,
+    query: ViewQuery,
+    bases: list[BaseTable],
+    changed: Sequence[ChangedTable],
+) -> tuple[SkippedRows, DeltaEngine]:
+    """``screened_engine``, with the logged rows of each screened table observed: the
+    refresh's first job counts the rows no screen keeps (``SkippedRows``)."""
+    return _screened(spark, query, bases, changed, observe=True)
+
+
+def _screened(
+    spark: SparkSession,
+    query: ViewQuery,
+    bases: list[BaseTable],
+    changed: Sequence[ChangedTable],
+    observe: bool,
+) -> tuple[SkippedRows, DeltaEngine]:
+    """``screened_engine`` (with ``observe``, ``observed_engine``). The screens need the
+    tables' rows only, so each changed table's net change is made once, after them, from
+    its logged rows as observed."""
+    maintained = query.maintainability
+    logged = base_states(spark, bases, changed, maintained.root, consolidated=False)
+    screens = irrelevance_screens(maintained, logged, spark, schemas(bases))
+    engine = logged.screened(screens)
+    skipped = SkippedRows({}, {})
+    if observe and maintained.root is not None:
+        skipped, engine = SkippedRows.observed(maintained.root, engine)
+    tables = {
+        name: state
+        if state.logged is None or state.change is not None
+        else replace(state, change=net_change(state.logged, state.read))
+        for name, state in engine.tables.items()
+    }
+    return skipped, engine.with_tables(tables)

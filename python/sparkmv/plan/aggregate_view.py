@@ -27,14 +27,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from sqlglot import exp
 
+from sparkmv import frames
 from sparkmv.analyze.relational import Aggregate, Filter, Node, Project
+from sparkmv.config import ANSI_CONF
 from sparkmv.delta import aggregate as agg
 from sparkmv.delta.engine import DeltaEngine, Version, sql_expression
 from sparkmv.parse.statements import quote_identifier as q
-from sparkmv.parse.statements import sql_string
 from sparkmv.plan.merge import Merge
 from sparkmv.stored_columns import BUCKET_COLUMN, COUNT_COLUMN, VISIBLE_COLUMN, storage_columns
 
@@ -43,6 +43,14 @@ KIND = agg.DISTINCT_ARGUMENT_COLUMN
 OLD = "old_"  # prefix of a stored group's previous state and visible columns in a merge
 CHANGE = "delta_"  # prefix of the change's state columns in a merge
 RECOMPUTE = "__recompute"
+
+
+_RESULT_TYPES: dict[tuple[tuple[str, ...], str, str], agg.ResultTypes] = {}
+"""``agg.result_types`` by the calls (SQL), their input's schema (JSON) and ANSI mode: all
+they depend on (ANSI mode decides which sums can be kept exact). Probing them is a Spark
+analysis of about twenty py4j round trips; the key costs a few, and is the same at every
+refresh of a view whose base tables keep their schemas."""
+_MAX_RESULT_TYPES = 256
 
 
 def _items(names: list[str], prefix: str = "") -> list[str]:
@@ -104,10 +112,19 @@ class AggregateView:
         return f"CASE WHEN {q(KIND)} = 0 THEN {group} ELSE {count} > 0 END"
 
     def types(self, engine: DeltaEngine) -> agg.ResultTypes:
-        """The calls' result types (each probe is a Spark analysis: asked once per engine)."""
+        """The calls' result types (each probe is a Spark analysis: asked once per engine,
+        and once per input schema, ``_RESULT_TYPES``)."""
         if engine not in self._types:
-            child = engine.evaluate(self.aggregate.child, Version.NEW)
-            self._types[engine] = agg.result_types(self.aggregate, child)
+            child = _frame(engine, engine.value(self.aggregate.child, Version.NEW).sql)
+            ansi = engine.views.spark.conf.get(ANSI_CONF, "true") or "true"
+            key = (tuple(call.sql() for call in self.aggregate.calls), child.schema.json(), ansi)
+            found = _RESULT_TYPES.get(key)
+            if found is None:
+                found = agg.result_types(self.aggregate, child)
+                if len(_RESULT_TYPES) >= _MAX_RESULT_TYPES:
+                    _RESULT_TYPES.clear()
+                _RESULT_TYPES[key] = found
+            self._types[engine] = found
         return self._types[engine]
 
     def stored_rows(self, engine: DeltaEngine) -> DataFrame:
@@ -119,7 +136,7 @@ class AggregateView:
         if self.counters:
             counters = f"({agg.value_counters_sql(self.aggregate, child)}) AS {q('v')}"
             rows = f"{rows} UNION ALL {self._counter_rows(counters)}"
-        return engine.query(rows).frame
+        return _frame(engine, rows)
 
     def state_change(self, engine: DeltaEngine) -> DataFrame:
         """The state of the input's change, per changed group (with deleted extremes), and
@@ -129,13 +146,13 @@ class AggregateView:
         types = self.types(engine)
         state = agg.group_state_sql(node, change, types, positive=False, change=True)
         if not self.counters:
-            return engine.query(state).frame
+            return _frame(engine, state)
         columns = agg.state_columns(node, change=True)
         counters = agg.value_counters_sql(node, change, change=True)
         groups = f"SELECT *, {_select(self._no_counter())} FROM ({state}) AS {q('s')}"
         values = [*_items(self.keys), *_nulls(columns), *_items(self.counters)]
         counted = f"SELECT {_select(values)} FROM ({counters}) AS {q('v')}"
-        return engine.query(f"{groups} UNION ALL {counted}").frame
+        return _frame(engine, f"{groups} UNION ALL {counted}")
 
     def _no_counter(self) -> list[str]:
         """A group's row's counter columns: ``mv_distinct`` 0, the others NULL (SQL items;
@@ -196,7 +213,7 @@ class AggregateView:
         group-wise constant and carried along; value counters (``mv_distinct`` > 0) are
         merged rows of their own. One Spark SQL query (``merged_sql``)."""
         sql = self.merged_sql(engine.view_of(stored), engine.view_of(change), engine, extra)
-        return engine.query(sql).frame
+        return _frame(engine, sql)
 
     def merged_sql(self, stored: str, change: str, engine: DeltaEngine, extra: list[str]) -> str:
         """``merged`` as Spark SQL over the (quoted) relations ``stored`` and ``change``."""
@@ -407,6 +424,12 @@ class AggregateView:
         return [*self.state, *self.visible, VISIBLE_COLUMN]
 
 
+def _frame(engine: DeltaEngine, sql: str) -> DataFrame:
+    """The DataFrame of a query over ``engine``'s relations (``DeltaEngine.query(sql).frame``,
+    in one py4j round trip)."""
+    return frames.sql(engine.views.spark, sql)
+
+
 def aggregate_view(root: Node | None) -> AggregateView | None:
     """``root`` as an aggregate view, when its top is ``π(σ?(γ(…)))``."""
     if not isinstance(root, Project):
@@ -417,9 +440,6 @@ def aggregate_view(root: Node | None) -> AggregateView | None:
     return AggregateView(below, None, root) if isinstance(below, Aggregate) else None
 
 
-ROW = "__sparkmv_row"
-
-
 def group_merge(view: AggregateView, engine: DeltaEngine) -> Merge:
     """The merge of an aggregate view's storage: the touched buckets' groups get their new
     state and visible columns (``AggregateView.merged``); a group whose ``COUNT(*)``
@@ -427,18 +447,14 @@ def group_merge(view: AggregateView, engine: DeltaEngine) -> Merge:
     metrics are SQL text, so that a merge costs a few py4j round trips instead of one per
     column and operator."""
     schema = view.stored_rows(engine).schema  # analysis only
-    # The stored columns and the bucket as one struct, expanded again by ``ROW.*``: one
-    # column to pass to the JVM instead of one per stored column.
-    fields = [*view.storage(), BUCKET_COLUMN]
-    row = ", ".join(f"{sql_string(c)}, {q(c)}" for c in fields)
-    stored_row = f"named_struct({row}) AS {q(ROW)}"
+    stored_row = _items([*view.storage(), BUCKET_COLUMN])
     kept = view.kept_sql()
 
     def merged(stored: DataFrame, change: DataFrame) -> DataFrame:
         return view.merged(stored, change, engine, [BUCKET_COLUMN])
 
     def kept_rows(merged: DataFrame) -> DataFrame:
-        return merged.where(F.expr(kept)).select(F.expr(stored_row)).select(f"{q(ROW)}.*")
+        return frames.select(merged, stored_row, kept)
 
     return Merge(view.keys, schema, merged, _group_metrics(view), kept_rows)
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from sparkmv import frames
 from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.delta.relation import WEIGHT_SQL, TempViews
 from sparkmv.parse.statements import quote_identifier
@@ -66,7 +66,8 @@ def row_merge(layout: StorageLayout, change: DataFrame) -> Merge:
     fields = [T.StructField(c, types[c]) for c in visible]
     if layout.counted:
         fields.append(T.StructField(COUNT_COLUMN, T.LongType()))
-    keys = ", ".join(quote_identifier(c) for c in [*visible, BUCKET_COLUMN])
+    key_items = [quote_identifier(c) for c in [*visible, BUCKET_COLUMN]]
+    keys = ", ".join(key_items)
     old = quote_identifier(COUNT_COLUMN) if layout.counted else "1"
 
     def merged(stored: DataFrame, change: DataFrame) -> DataFrame:
@@ -74,24 +75,26 @@ def row_merge(layout: StorageLayout, change: DataFrame) -> Merge:
         try:
             # Shuffled by bucket once: the grouping by every key then needs no shuffle of
             # its own.
-            return stored.sparkSession.sql(
+            return frames.sql(
+                stored.sparkSession,
                 f"SELECT {keys}, SUM(old) AS old, SUM(delta) AS delta,"
                 " SUM(old) + SUM(delta) AS new FROM (SELECT * FROM ("
                 f"SELECT {keys}, CAST({old} AS BIGINT) AS old, CAST(0 AS BIGINT) AS delta"
                 f" FROM {views.name_of(stored)} UNION ALL"
                 f" SELECT {keys}, CAST(0 AS BIGINT), CAST({WEIGHT_SQL} AS BIGINT)"
                 f" FROM {views.name_of(change)}) DISTRIBUTE BY {BUCKET_COLUMN})"
-                f" GROUP BY {keys}"
+                f" GROUP BY {keys}",
             )
         finally:
             views.drop()
 
     def kept(merged: DataFrame) -> DataFrame:
-        rows = merged.where("new > 0")
         if layout.counted:
-            return rows.withColumnRenamed("new", COUNT_COLUMN).drop("old", "delta")
-        copies = F.expr("explode(array_repeat(TRUE, CAST(new AS INT)))")
-        return rows.withColumn("__copy", copies).drop("old", "delta", "new", "__copy")
+            counter = f"new AS {quote_identifier(COUNT_COLUMN)}"
+            return frames.select(merged, [*key_items, counter], "new > 0")
+        # ``new`` copies of each row: the rows of an array of that many structs of it.
+        copies = f"inline(array_repeat(struct({keys}), CAST(new AS INT)))"
+        return frames.select(merged, [copies], "new > 0")
 
     return Merge(
         visible,

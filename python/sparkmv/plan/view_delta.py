@@ -14,11 +14,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Observation, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from sparkmv import frames
 from sparkmv.analyze.maintainability import (
     Maintainability,
     analyze_maintainability,
@@ -34,7 +34,7 @@ from sparkmv.delta.engine import BaseState, DeltaEngine, Version, sql_expression
 from sparkmv.delta.relation import Relation, consolidated_sql, net_change, renamed_sql
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
-from sparkmv.observations import observed_metrics
+from sparkmv.observations import Metrics, observe
 from sparkmv.parse.statements import TableName
 from sparkmv.plan.aggregate_view import aggregate_view, group_merge
 from sparkmv.plan.merge import Merge, row_merge
@@ -99,7 +99,7 @@ def schemas_key(spark: SparkSession, data: DataFrame, schemas: Mapping[str, T.St
     which sums the rules can maintain). A view remembers the key its check passed for."""
     facts = [
         spark.conf.get(ANSI_CONF, "true"),
-        data.schema.json(),
+        frames.schema(data).json(),
         sorted((table, schema.json()) for table, schema in schemas.items()),
     ]
     return hashlib.sha256(json.dumps(facts).encode("utf-8")).hexdigest()
@@ -134,7 +134,7 @@ def stored_rows(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
     stored = maintained.stored
     rows = _storage_named(engine, engine.value(stored, Version.NEW), stored.outputs)
     if maintained.counted:
-        return engine.query(consolidated_sql(rows, storage_columns(len(stored.outputs)))).frame
+        return _frame(engine, consolidated_sql(rows, storage_columns(len(stored.outputs))))
     return as_bag(rows.frame)
 
 
@@ -148,8 +148,14 @@ def stored_change(
         return grouped.state_change(engine), group_merge(grouped, engine)
     stored = maintained.stored
     change = _storage_named(engine, engine.change(stored), stored.outputs)
-    consolidated = engine.query(consolidated_sql(change, storage_columns(len(stored.outputs))))
-    return consolidated.frame, row_merge(layout, consolidated.frame)
+    consolidated = _frame(engine, consolidated_sql(change, storage_columns(len(stored.outputs))))
+    return consolidated, row_merge(layout, consolidated)
+
+
+def _frame(engine: DeltaEngine, sql: str) -> DataFrame:
+    """The DataFrame of a query over ``engine``'s relations (``DeltaEngine.query(sql).frame``,
+    in one py4j round trip)."""
+    return frames.sql(engine.views.spark, sql)
 
 
 def _storage_named(engine: DeltaEngine, zset: Relation, outputs: tuple[str, ...]) -> Relation:
@@ -176,20 +182,30 @@ def filters_enabled(spark: SparkSession) -> bool:
 
 
 def irrelevance_screens(
-    maintained: Maintainability, engine: DeltaEngine, spark: SparkSession
+    maintained: Maintainability,
+    engine: DeltaEngine,
+    spark: SparkSession,
+    schemas: Mapping[str, T.StructType] | None = None,
 ) -> dict[Scan, exp.Expr]:
     """Per scan of the view's IR, the irrelevance filter on its change (Blakeley §4; none
-    when ``IRRELEVANCE_FILTERS_CONF`` is "false"). Analysis only: no Spark job."""
+    when ``IRRELEVANCE_FILTERS_CONF`` is "false"). Analysis only: no Spark job.
+    ``schemas``: base tables' schemas already known (as tracking read them), which their
+    scans' column types are taken from."""
     if maintained.root is None or not filters_enabled(spark):
         return {}
     # Without ANSI mode integer arithmetic wraps around, and ``x + 1 < y`` is not linear.
     ansi = spark.conf.get(ANSI_CONF, "true") == "true"
 
     def leaf_types(node: Node) -> dict[str, T.DataType]:
-        rows = engine.tables[node.table].rows if isinstance(node, Scan) else None
-        if isinstance(node, Scan) and isinstance(rows, DataFrame):  # no plan to analyze
-            types = {field.name: field.dataType for field in rows.schema.fields}
-            return {o: types[c] for c, o in zip(node.columns, node.outputs, strict=True)}
+        if isinstance(node, Scan):  # no plan to analyze
+            rows = engine.tables[node.table].rows
+            # A known schema saves asking the JVM for the DataFrame's.
+            known = (schemas or {}).get(node.table)
+            if known is None and isinstance(rows, DataFrame):
+                known = rows.schema
+            if known is not None:
+                types = {field.name: field.dataType for field in known.fields}
+                return {o: types[c] for c, o in zip(node.columns, node.outputs, strict=True)}
         schema = engine.evaluate(node, Version.NEW).schema
         return {field.name: field.dataType for field in schema.fields if field.name != WEIGHT}
 
@@ -222,35 +238,37 @@ class SkippedRows:
     view keeps (rows as logged: an update is two), observed while the refresh's first job
     reads the changes: no job of its own (``observed``)."""
 
-    observations: dict[str, Observation]
+    observations: dict[str, Metrics]
     screens: dict[str, list[exp.Expr]]
 
     @classmethod
     def observed(cls, root: Node, engine: DeltaEngine) -> tuple[SkippedRows, DeltaEngine]:
         """The counts to observe, and ``engine`` with each screened table's logged rows
-        observed (its change recomputed from them, as ``consolidate`` would)."""
+        observed (its change, when already made, made again from them)."""
         screens = screened_scans(root, engine)
-        observations: dict[str, Observation] = {}
+        observations: dict[str, Metrics] = {}
         tables = dict(engine.tables)
         for index, (table, tests) in enumerate(sorted(screens.items())):
             state = tables[table]
-            if state.logged is None or state.change is None:
+            if state.logged is None:
                 continue
-            observation = Observation(f"sparkmv_skipped_{index}")
-            counted = F.expr(f"coalesce(sum(CAST({_skipped_sql(tests)} AS BIGINT)), 0) AS skipped")
-            logged = state.logged.observe(observation, counted)
-            tables[table] = BaseState(
-                state.rows, net_change(logged, state.read), logged, state.read
+            counted = f"coalesce(sum(CAST({_skipped_sql(tests)} AS BIGINT)), 0)"
+            logged, metrics = observe(
+                state.logged, f"sparkmv_skipped_{index}", {"skipped": counted}
             )
-            observations[table] = observation
+            # A change made from the logged rows is made again from them as observed: the
+            # observation must be in the plan the refresh runs.
+            change = None if state.change is None else net_change(logged, state.read)
+            tables[table] = BaseState(state.rows, change, logged, state.read)
+            observations[table] = metrics
         return cls(observations, screens), engine.with_tables(tables)
 
     def counts(self, engine: DeltaEngine) -> dict[str, int]:
         """The counts, once the changes were read; a count whose observation got no metrics
         (Spark pruned the plan that read the change) is counted by a job instead."""
         counts: dict[str, int] = {}
-        for table, observation in self.observations.items():
-            found = observed_metrics(observation, ("skipped",))
+        for table, metrics in self.observations.items():
+            found = metrics.get()
             if found is None:
                 found = {"skipped": _count_skipped(engine, table, self.screens[table])}
             counts[table] = found["skipped"]

@@ -9,6 +9,8 @@ import org.apache.spark.sql.catalyst.analysis.{NoSuchNamespaceException, NoSuchT
 import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogTablePartition}
 import org.apache.spark.sql.classic.SparkSession
 
+import io.sparkmv.fs.FsBridge
+
 /**
  * Catalog calls that py4j cannot express comfortably (Scala options, case-class copies).
  * Each is one metastore round trip; `commitView` is the atomic commit point of a refresh.
@@ -34,24 +36,67 @@ object CatalogBridge {
    * `[db, name]` pairs (a view over dozens of base tables looks them all up per refresh).
    */
   def tables(spark: SparkSession, names: String): String = {
-    val catalog = spark.sessionState.catalog
     val idents = json.readTree(names).elements().asScala.toSeq.map { pair =>
       TableIdentifier(pair.get(1).asText(), Some(pair.get(0).asText()))
     }
+    json.writeValueAsString(lookUp(spark, idents).map { case (key, t) => key -> t.map(describe).orNull }.asJava)
+  }
+
+  /**
+   * What a refresh of the view `db.name` reads from the catalog, from one py4j round trip:
+   * a JSON object of `database` (the view's: `db`, or the current one when null; lower
+   * case), `view` (its description, as `table` gives it, or null), `bases` (from `db.name` to
+   * the description or null of each table its property `basesKey` lists, a JSON array of
+   * `db.name`) and `files` (from location to `FsBridge.listDataFiles` of each unpartitioned
+   * base table having property `trackedKey`).
+   */
+  def refreshFacts(
+      spark: SparkSession,
+      db: String,
+      name: String,
+      basesKey: String,
+      trackedKey: String): String = {
+    val database = Option(db).getOrElse(spark.catalog.currentDatabase).toLowerCase(Locale.ROOT)
+    val ident = TableIdentifier(name.toLowerCase(Locale.ROOT), Some(database))
+    val view = lookUp(spark, Seq(ident)).values.head
+    val listed = view.flatMap(_.properties.get(basesKey)).toSeq.flatMap { names =>
+      json.readTree(names).elements().asScala.map { node =>
+        val qualified = node.asText()
+        val dot = qualified.lastIndexOf('.')
+        TableIdentifier(qualified.substring(dot + 1), Some(qualified.substring(0, dot)))
+      }
+    }
+    val bases = lookUp(spark, listed)
+    val conf = spark.sparkContext.hadoopConfiguration
+    val files = bases.values.flatten.collect {
+      case t if t.partitionColumnNames.isEmpty && t.properties.contains(trackedKey) &&
+          t.storage.locationUri.isDefined =>
+        val location = t.storage.locationUri.get.toString
+        location -> FsBridge.listDataFiles(conf, location)
+    }
+    json.writeValueAsString(
+      Map[String, AnyRef](
+        "database" -> database,
+        "view" -> view.map(describe).orNull,
+        "bases" -> bases.map { case (key, t) => key -> t.map(describe).orNull }.asJava,
+        "files" -> files.toMap.asJava).asJava)
+  }
+
+  /** Each of `idents` (qualified) by `db.name`, if it exists: one metastore call per database. */
+  private def lookUp(
+      spark: SparkSession,
+      idents: Seq[TableIdentifier]): Map[String, Option[CatalogTable]] = {
+    val catalog = spark.sessionState.catalog
     val found = idents.groupBy(_.database).toSeq.flatMap { case (db, group) =>
       val existing =
         try catalog.getTablesByName(group)
         catch { case _: NoSuchNamespaceException => Seq.empty }
       existing.map(t => s"${db.get}.${t.identifier.table}".toLowerCase(Locale.ROOT) -> t)
     }.toMap
-    json.writeValueAsString(
-      idents
-        .map { ident =>
-          val key = s"${ident.database.get}.${ident.table}"
-          key -> found.get(key.toLowerCase(Locale.ROOT)).map(describe).orNull
-        }
-        .toMap
-        .asJava)
+    idents.map { ident =>
+      val key = s"${ident.database.get}.${ident.table}"
+      key -> found.get(key.toLowerCase(Locale.ROOT))
+    }.toMap
   }
 
   /** The description `table` returns (also what a captured write carries, `Capture`). */

@@ -1,6 +1,7 @@
 package org.apache.spark.sql.sparkmv
 
-import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.security.SocketAuthServer
+import org.apache.spark.sql.{DataFrame, Observation, Row, SparkSession}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.connector.catalog.{CatalogManager, CatalogPlugin}
@@ -17,4 +18,28 @@ object SparkInternals {
 
   def isSessionCatalog(catalog: CatalogPlugin): Boolean =
     catalog.name == CatalogManager.SESSION_CATALOG_NAME
+
+  /** `frame`'s analyzed plan. */
+  def analyzed(frame: DataFrame): LogicalPlan = classicOf(frame).logicalPlan
+
+  /**
+   * Runs `frame` and serves its rows to Python as Arrow batches: port, secret and the serving
+   * thread's server, as PySpark's `toArrow` gets them. The action runs on a DataFrame over
+   * `frame`'s analyzed plan: Spark completes an `Observation` only when it finds the observed
+   * node in the executed query's logical plan, and a DataFrame that `spark.sql` returned
+   * over a temporary view has that view's name there, not its plan.
+   */
+  def collectAsArrowToPython(frame: DataFrame): Array[Any] = {
+    val dataset = classicOf(frame)
+    classic.Dataset.ofRows(dataset.sparkSession, dataset.logicalPlan).collectAsArrowToPython
+  }
+
+  /** Waits for a server of `collectAsArrowToPython` to end serving; rethrows what failed it. */
+  def awaitServed(server: AnyRef): Unit = server.asInstanceOf[SocketAuthServer[_]].getResult()
+
+  /** The metrics row of `observation` once its action finished (waits for it). */
+  def observedRow(observation: Observation): Row = observation.getRow
+
+  private def classicOf(frame: DataFrame): classic.Dataset[Row] =
+    frame.asInstanceOf[classic.Dataset[Row]]
 }

@@ -1,0 +1,155 @@
+"""DataFrame operations in one py4j round trip each (the shim's ``FrameBridge``).
+
+Through PySpark's API each of them costs several, counted here with the releases of the JVM
+objects Python drops afterwards: ``spark.sql`` 8 (it converts an empty argument list), a
+parquet read with a schema about 20 (a reader, its schema and options, the path list element
+by element), ``selectExpr`` 6 and every ``F.expr`` 4, ``toArrow`` about 30 (two configuration
+lookups and the socket's details as a Java array, read element by element). An incremental
+refresh makes dozens of these calls; here each costs one round trip, and the release of the
+one DataFrame it returns. Lists cross as JSON, the way ``CatalogBridge`` takes them.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+import pyarrow as pa
+from pyspark.errors import PySparkRuntimeError
+from pyspark.errors.exceptions.captured import unwrap_spark_exception
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+from pyspark.util import local_connect_and_auth
+
+from sparkmv.config import FRAME_BRIDGE_CLASS
+from sparkmv.jvm import StaticMethods, helper
+
+
+def bridge(spark: SparkSession) -> StaticMethods:
+    """The shim's ``FrameBridge`` of ``spark``'s context."""
+    return helper(spark, FRAME_BRIDGE_CLASS)
+
+
+def sql(spark: SparkSession, text: str) -> DataFrame:
+    """``spark.sql(text)``, analyzed (errors surface here, as there)."""
+    session: Any = spark._jsparkSession
+    return DataFrame(session.sql(text), spark)
+
+
+def sql_in(spark: SparkSession, text: str, database: str) -> DataFrame:
+    """``sql`` analyzed with ``database`` as the current database (switched back after)."""
+    session: Any = spark._jsparkSession
+    return DataFrame(bridge(spark).sqlIn(session, text, database), spark)
+
+
+@dataclass(frozen=True)
+class ParquetRead:
+    """Parquet files, directories or globs (``paths``) read with ``schema``: nothing is
+    inferred, nothing listed beyond them; partition directories below ``base_path`` add
+    their columns. ``select``: a SQL select list the rows are then turned into."""
+
+    schema: T.StructType
+    paths: tuple[str, ...]
+    base_path: str | None = None
+    select: tuple[str, ...] | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "schema": self.schema.json(),
+            "paths": list(self.paths),
+            "basePath": self.base_path,
+            "select": None if self.select is None else list(self.select),
+        }
+
+
+def read_parquet(
+    spark: SparkSession,
+    schema: T.StructType,
+    paths: Sequence[str],
+    base_path: str | None = None,
+) -> DataFrame:
+    """The rows of one ``ParquetRead``."""
+    return read_parquets(spark, [ParquetRead(schema, tuple(paths), base_path)])
+
+
+def read_parquets(spark: SparkSession, reads: Sequence[ParquetRead]) -> DataFrame:
+    """The rows of ``reads`` (at least one), united by column name."""
+    session: Any = spark._jsparkSession
+    listed = json.dumps([read.to_json() for read in reads])
+    return DataFrame(bridge(spark).readParquet(session, listed), spark)
+
+
+def empty(spark: SparkSession, schema: T.StructType) -> DataFrame:
+    """No rows, with ``schema``."""
+    session: Any = spark._jsparkSession
+    return DataFrame(bridge(spark).empty(session, schema.json()), spark)
+
+
+def select(frame: DataFrame, items: Sequence[str], where: str | None = None) -> DataFrame:
+    """``frame``'s rows that pass ``where`` (Spark SQL; None: all) as the SQL select list
+    ``items`` (``frame.where(where).selectExpr(*items)``)."""
+    spark = frame.sparkSession
+    selected = bridge(spark).select(frame._jdf, where, json.dumps(list(items)))
+    return DataFrame(selected, spark)
+
+
+def schema(frame: DataFrame) -> T.StructType:
+    """``frame.schema``, in one round trip (PySpark's costs three the first time it is asked
+    of a DataFrame, then none: prefer it for a DataFrame whose schema is asked again)."""
+    parsed = T._parse_datatype_json_string(str(bridge(frame.sparkSession).schemaJson(frame._jdf)))
+    assert isinstance(parsed, T.StructType)
+    return parsed
+
+
+def deterministic(frame: DataFrame) -> bool:
+    """Whether ``frame``'s analyzed plan is deterministic."""
+    return bool(bridge(frame.sparkSession).deterministic(frame._jdf))
+
+
+def collect_arrow(frame: DataFrame, call_site: str) -> pa.Table:
+    """``frame``'s rows at the driver as an Arrow table (PySpark's ``toArrow``, without the
+    cast to the schema it derives in Python: the batches' own types, whose timestamps carry
+    the session's time zone instead of UTC, the same instants). ``call_site`` names the job
+    (Spark's UI and logs)."""
+    spark = frame.sparkSession
+    port, secret, token = json.loads(str(bridge(spark).collectArrow(frame._jdf, call_site)))
+    try:
+        stream, connection = local_connect_and_auth(port, secret)
+        connection.settimeout(None)  # as PySpark: the job takes what it takes (SPARK-18281)
+        try:
+            return _collected_table(stream)
+        finally:
+            stream.close()
+            connection.close()
+    finally:
+        with unwrap_spark_exception():  # the JVM's own error, as PySpark raises it
+            bridge(spark).arrowResult(token)
+
+
+def _collected_table(stream: IO[bytes]) -> pa.Table:
+    """What ``Dataset.collectAsArrowToPython`` serves, as PySpark's
+    ``ArrowCollectSerializer`` reads it: an Arrow stream of batches in the order they
+    finished, then their order (or -1 and the JVM's error). Unlike it, keeps the stream's
+    schema, so that no rows still make a typed table."""
+    reader = pa.ipc.open_stream(stream)
+    batches = list(reader)
+    count = _read_int(stream)
+    if count == -1:
+        message = stream.read(_read_int(stream)).decode("utf-8")
+        raise PySparkRuntimeError(
+            errorClass="ERROR_OCCURRED_WHILE_CALLING",
+            messageParameters={"func_name": "collect_arrow", "error_msg": message},
+        )
+    ordered = [batches[_read_int(stream)] for _ in range(count)]
+    return pa.Table.from_batches(ordered, schema=reader.schema)
+
+
+def _read_int(stream: IO[bytes]) -> int:
+    """A big-endian 32-bit integer (PySpark's ``read_int``)."""
+    data = stream.read(4)
+    if len(data) < 4:
+        raise EOFError("the JVM closed the Arrow stream early")
+    return int(struct.unpack("!i", data)[0])

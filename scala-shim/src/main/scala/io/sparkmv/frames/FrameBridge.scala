@@ -1,0 +1,129 @@
+package io.sparkmv.frames
+
+import java.util.UUID
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+import org.apache.spark.sql.{DataFrame, Observation, Row}
+import org.apache.spark.sql.classic.SparkSession
+import org.apache.spark.sql.functions.expr
+import org.apache.spark.sql.sparkmv.SparkInternals
+import org.apache.spark.sql.types.{DataType, StructType}
+
+/**
+ * DataFrame (and session conf) operations in one py4j round trip each, taking and returning strings (lists as
+ * JSON arrays). Through PySpark each costs several: a reader and its options, a Python list
+ * converted element by element, a `Column` per expression, an `Observation` and its Row, the
+ * Arrow collection's socket details (and releases of the proxies of all of them), and an
+ * incremental refresh makes dozens of these calls.
+ */
+object FrameBridge {
+  private val json = new ObjectMapper()
+
+  /** `spark.sql(text)`, analyzed with `database` as the current database. */
+  def sqlIn(spark: SparkSession, text: String, database: String): DataFrame = {
+    val catalog = spark.catalog
+    val previous = catalog.currentDatabase
+    if (previous == database) return spark.sql(text)
+    catalog.setCurrentDatabase(database)
+    try spark.sql(text)
+    finally catalog.setCurrentDatabase(previous)
+  }
+
+  /**
+   * Parquet reads united by column name: `reads` is a JSON array of objects, each `paths`
+   * (files, directories or globs) read with `schema` (a schema's JSON: nothing inferred),
+   * partition directories below `basePath` (optional) adding their columns, then turned into
+   * the SQL select list `select` (optional).
+   */
+  def readParquet(spark: SparkSession, readsJson: String): DataFrame =
+    json.readTree(readsJson).elements().asScala.map { read =>
+      val reader = spark.read.schema(structType(read.get("schema").asText()))
+      val base = read.get("basePath")
+      val based = if (base == null || base.isNull) reader else reader.option("basePath", base.asText())
+      val rows = based.parquet(strings(read.get("paths")): _*)
+      val select = read.get("select")
+      if (select == null || select.isNull) rows else rows.selectExpr(strings(select): _*)
+    }.reduce(_ unionByName _)
+
+  /** No rows, with `schema` (JSON). */
+  def empty(spark: SparkSession, schemaJson: String): DataFrame =
+    spark.createDataFrame(java.util.Collections.emptyList[Row](), structType(schemaJson))
+
+  /** `frame`'s rows that pass `condition` (SQL; null: all) as the SQL select list `items`. */
+  def select(frame: DataFrame, condition: String, itemsJson: String): DataFrame = {
+    val kept = if (condition == null) frame else frame.where(condition)
+    kept.selectExpr(strings(itemsJson): _*)
+  }
+
+  /** A new observation named `name`. */
+  def observation(name: String): Observation = Observation(name)
+
+  /** `frame` observed by `observation`: `metrics` are SQL aggregates, each `... AS name`. */
+  def observe(frame: DataFrame, observation: Observation, metricsJson: String): DataFrame = {
+    val metrics = strings(metricsJson).map(expr)
+    frame.observe(observation, metrics.head, metrics.tail: _*)
+  }
+
+  /**
+   * The metrics of `observation` as a JSON object, once the action that ran its DataFrame
+   * finished (waits for them); null when none arrived (Spark pruned the observed plan).
+   */
+  def metrics(observation: Observation): String = {
+    val row = SparkInternals.observedRow(observation)
+    if (row == null || row.length == 0) null else row.json
+  }
+
+  private val arrowServers = new ConcurrentHashMap[String, AnyRef]()
+
+  /**
+   * Runs `frame` and serves its rows as Arrow batches for Python, as PySpark's `toArrow` does
+   * (`ArrowCollectSerializer` reads them), the job labelled `callSite`: a JSON array of the
+   * socket's port, its secret and a token that `arrowResult` takes once Python read them.
+   */
+  def collectArrow(frame: DataFrame, callSite: String): String = {
+    val context = frame.sparkSession.sparkContext
+    context.setCallSite(callSite)
+    val served =
+      try SparkInternals.collectAsArrowToPython(frame)
+      finally context.clearCallSite()
+    val token = UUID.randomUUID().toString
+    arrowServers.put(token, served(2).asInstanceOf[AnyRef])
+    json.writeValueAsString(java.util.Arrays.asList(served(0), served(1), token))
+  }
+
+  /** Waits for the serving of `collectArrow`'s `token` to end; rethrows what failed it. */
+  def arrowResult(token: String): Unit = {
+    val server = arrowServers.remove(token)
+    if (server != null) SparkInternals.awaitServed(server)
+  }
+
+  /** `frame`'s schema as JSON. */
+  def schemaJson(frame: DataFrame): String = frame.schema.json
+
+  /** Whether `frame`'s analyzed plan is deterministic (the same rows for the same inputs). */
+  def deterministic(frame: DataFrame): Boolean = SparkInternals.analyzed(frame).deterministic
+
+  /**
+   * Sets the session confs of the JSON object `values` (a null value unsets its key); returns
+   * what they were before, as such an object (null: not set), which undoes it.
+   */
+  def swapConfs(spark: SparkSession, valuesJson: String): String = {
+    val previous = new java.util.LinkedHashMap[String, String]()
+    for (entry <- json.readTree(valuesJson).fields().asScala) {
+      val key = entry.getKey
+      previous.put(key, spark.conf.get(key, null))
+      if (entry.getValue.isNull) spark.conf.unset(key) else spark.conf.set(key, entry.getValue.asText())
+    }
+    json.writeValueAsString(previous)
+  }
+
+  private def structType(schemaJson: String): StructType =
+    DataType.fromJson(schemaJson).asInstanceOf[StructType]
+
+  private def strings(listJson: String): Seq[String] = strings(json.readTree(listJson))
+
+  private def strings(list: JsonNode): Seq[String] = list.elements().asScala.map(_.asText()).toSeq
+}

@@ -1,0 +1,97 @@
+"""DataFrame operations through the shim (``sparkmv.frames``, ``sparkmv.observations``) and the
+session conf swap (``config.session_conf``): each does what the PySpark call it replaces
+does, in one py4j round trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from conftest import py4j_round_trips
+from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from sparkmv import frames
+from sparkmv.config import session_conf
+from sparkmv.delta.relation import TempViews
+from sparkmv.observations import observe
+
+
+def test_collect_arrow_keeps_the_rows_in_order_and_the_types_of_no_rows(
+    spark: SparkSession,
+) -> None:
+    rows = spark.range(0, 1000, numPartitions=4).selectExpr("id", "CAST(id % 7 AS INT) AS k")
+    table = frames.collect_arrow(rows.orderBy("id"), "test")
+    assert table.column("id").to_pylist() == list(range(1000))
+    empty = frames.collect_arrow(rows.where("id < 0"), "test")
+    assert empty.num_rows == 0
+    assert empty.schema.field("k").type == pa.int32()
+
+
+def test_collect_arrow_raises_the_error_that_failed_the_job(spark: SparkSession) -> None:
+    with session_conf(spark, {"spark.sql.ansi.enabled": "true"}):
+        failing = spark.range(3).selectExpr("1 DIV (id - 1) AS q")
+        with pytest.raises(Exception, match="DIVIDE_BY_ZERO"):
+            frames.collect_arrow(failing, "test")
+
+
+def test_metrics_observed_below_a_temporary_view_arrive(spark: SparkSession) -> None:
+    """An action over ``spark.sql`` of a temporary view of an observed DataFrame: Spark finds
+    the observation only in the analyzed plan, which ``collect_arrow`` runs."""
+    observed, metrics = observe(spark.range(10), "test_below_view", {"n": "count(1)"})
+    views = TempViews(spark)
+    try:
+        query = frames.sql(spark, f"SELECT id FROM {views.name_of(observed)} WHERE id < 3")
+    finally:
+        views.drop()
+    assert frames.collect_arrow(query, "test").num_rows == 3
+    assert metrics.get() == {"n": 10}
+
+
+def test_parquet_reads_are_united_in_one_round_trip(spark: SparkSession, tmp_path: Path) -> None:
+    first, second = str(tmp_path / "a"), str(tmp_path / "b")
+    spark.range(3).selectExpr("id", "'x' AS s").write.parquet(first)
+    spark.range(2).selectExpr("id").write.parquet(second)
+    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("s", T.StringType())])
+    reads = [
+        frames.ParquetRead(schema, (first,), select=("id", "s", "1 AS w")),
+        frames.ParquetRead(
+            T.StructType(schema.fields[:1]), (second,), select=("id", "'y' AS s", "-1 AS w")
+        ),
+    ]
+    rows = frames.read_parquets(spark, reads).collect()
+    assert sorted(tuple(row) for row in rows) == [
+        (0, "x", 1),
+        (0, "y", -1),
+        (1, "x", 1),
+        (1, "y", -1),
+        (2, "x", 1),
+    ]
+    with py4j_round_trips(spark) as trips:  # the shim's method is known by now
+        united = frames.read_parquets(spark, reads)
+        del united  # its release is counted too
+    assert trips.count == 2
+
+
+def test_sql_in_resolves_names_in_the_database_and_switches_back(
+    spark: SparkSession, db: str
+) -> None:
+    spark.sql("CREATE TABLE t (x INT) USING parquet")
+    spark.sql("USE default")
+    try:
+        assert frames.sql_in(spark, "SELECT * FROM t", db).columns == ["x"]
+        assert spark.catalog.currentDatabase() == "default"
+    finally:
+        spark.sql(f"USE {db}")
+
+
+def test_session_conf_is_restored_set_or_unset(spark: SparkSession) -> None:
+    key, other = "spark.sparkmv.test.a", "spark.sparkmv.test.b"
+    spark.conf.set(other, "before")
+    try:
+        with session_conf(spark, {key: "1", other: "2"}):
+            assert (spark.conf.get(key), spark.conf.get(other)) == ("1", "2")
+        assert spark.conf.get(key, None) is None
+        assert spark.conf.get(other) == "before"
+    finally:
+        spark.conf.unset(other)
