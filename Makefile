@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
+SERVER_INSTALLED := $(VENV)/.installed-server
 JAR := python/sparkmv/jars/sparkmv-shim.jar
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
@@ -12,11 +13,11 @@ SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
 
-test: lint $(JAR)
+test: lint $(JAR) $(SERVER_INSTALLED)
 	$(PY) -m pytest
 
 # The randomized suites at full size (20x the examples, unseeded).
-test-full: $(INSTALLED) $(JAR)
+test-full: $(INSTALLED) $(JAR) $(SERVER_INSTALLED)
 	SPARKMV_FULL_TESTS=1 $(PY) -m pytest
 
 # Every query record of SQLite's sqllogictest select1-5 as a materialized view (hours; two
@@ -98,6 +99,11 @@ $(INSTALLED): python/pyproject.toml
 # The benchmarks' extra dependencies (the bench group: DuckDB and its tpch extension).
 $(BENCH_INSTALLED): python/pyproject.toml | $(INSTALLED)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[bench]'
+	touch $@
+
+# The Spark Connect client's dependencies (the server extra), for tests/test_server.py.
+$(SERVER_INSTALLED): python/pyproject.toml | $(INSTALLED)
+	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[server]'
 	touch $@
 
 # Rebuilt only when the shim's sources change (sparkmv.jar also checks a digest of them).

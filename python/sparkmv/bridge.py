@@ -4,13 +4,20 @@ Errors never cross as Python tracebacks: a ``SparkMvError`` becomes a JVM
 ``SparkMvException`` (error class + SQLSTATE), a failing nested Spark call hands back its
 original Java exception (so it keeps its own error class), and anything unexpected becomes
 MATERIALIZED_VIEW_INTERNAL_ERROR with the traceback in the log.
+
+A statement, and a DELETE, UPDATE or MERGE, runs in the session that runs it (``session``): a
+JDBC connection or a Spark Connect client of ``sparkmv server`` has a session of its own, with
+its own current database and SQL conf. ``running`` counts the calls in progress, so that a
+server can let them finish before it stops the JVM.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -45,20 +52,28 @@ class Handler:
     def resultSchema(self, kind: str, sql_text: str) -> Any:  # noqa: N802 (Java name)
         return commands.RESULT_SCHEMAS.get(kind, "")
 
-    def execute(self, kind: str, sql_text: str) -> Any:
+    def execute(self, kind: str, sql_text: str, session: Any) -> Any:
         try:
-            with nested_call():
-                rows = commands.execute(self.context, sql_text)
+            with running.call(), nested_call():
+                rows = commands.execute(self.context_of(session), sql_text)
         except BaseException as error:
             return self.to_java_error(error, sql_text)
         return json.dumps([list(row) for row in rows])
+
+    def context_of(self, session: Any) -> CommandContext:
+        """The context of the JVM ``session`` that runs a statement: names resolve in its
+        current database and queries run with its conf, as ``spark.sql`` in that session
+        would run them (one py4j round trip when it is the attached session)."""
+        if session is None or session.equals(self.spark._jsparkSession):
+            return self.context
+        return CommandContext.of(SparkSession(self.spark.sparkContext, session))
 
     def captureWrite(  # noqa: N802 (Java name)
         self, phase: str, database: str, table: str, detail: str
     ) -> Any:
         name = TableName(table, database)
         try:
-            with nested_call():
+            with running.call(), nested_call():
                 if phase == "BEFORE":
                     return self.writes.before(name, detail)
                 if phase == "AFTER":
@@ -77,12 +92,14 @@ class Handler:
         changes: Any,
         unsupported: str,
         assigned: Any,
+        session: Any,
     ) -> Any:
         name = TableName(table, database)
         try:
-            with nested_call():
+            with running.call(), nested_call():
+                tracking = self.context_of(session).tracking
                 result = run_row_level_write(
-                    self.context.tracking, kind, name, changes, unsupported, tuple(assigned)
+                    tracking, kind, name, changes, unsupported, tuple(assigned)
                 )
         except BaseException as error:
             return self.to_java_error(error, f"{kind} on {name}")
@@ -101,6 +118,60 @@ class Handler:
                 detail=f"{type(error).__name__}: {error}",
             )
         return java_exception(self.spark, error)
+
+
+class RunningCalls:
+    """The handler calls (statements, captured writes) running in this process, in all
+    threads, and whether new ones are accepted (a stopping server refuses them)."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._accepting = True
+        self._lock = threading.Lock()
+        self._depth = threading.local()  # calls the current thread is inside of
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        """Counts one call for the duration of the block. While new calls are refused, a
+        call fails with SERVER_SHUTTING_DOWN unless it is nested in one that runs (the
+        handler called back from the Spark work of a running statement)."""
+        nested = getattr(self._depth, "value", 0)
+        with self._lock:
+            if not self._accepting and not nested:
+                raise SparkMvError(ErrorClass.SERVER_SHUTTING_DOWN)
+            self._count += 1
+        self._depth.value = nested + 1
+        try:
+            yield
+        finally:
+            self._depth.value = nested
+            with self._lock:
+                self._count -= 1
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+    def refuse_new(self, refuse: bool) -> None:
+        """Refuse new calls (True) or accept them again (False)."""
+        with self._lock:
+            self._accepting = not refuse
+
+    def wait_until_idle(self, timeout: float, cut_short: Callable[[], bool]) -> bool:
+        """Wait until no call runs, at most ``timeout`` seconds and while ``cut_short()`` is
+        false; True if none runs any more. Polls without holding a lock: the waiting thread
+        is the one Python runs signal handlers in, and those set what ``cut_short`` reads."""
+        deadline = time.monotonic() + timeout
+        while self._count and time.monotonic() < deadline and not cut_short():
+            time.sleep(_IDLE_POLL_SECONDS)
+        return self._count == 0
+
+
+_IDLE_POLL_SECONDS = 0.1
+
+running = RunningCalls()
+"""The handler calls in progress in this process (py4j calls the handlers on threads of its
+own; one handler per attached session)."""
 
 
 @contextmanager

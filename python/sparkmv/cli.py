@@ -1,4 +1,5 @@
-"""The ``sparkmv`` command: ``sparkmv sql [-e STATEMENTS | -f FILE]`` and ``sparkmv jar``."""
+"""The ``sparkmv`` command: ``sparkmv sql [-e STATEMENTS | -f FILE]``, ``sparkmv server`` and
+``sparkmv jar``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from sparkmv.config import CONNECT_PORT, SERVER_APPLICATION_CONF, THRIFT_PORT
+from sparkmv.errors import SparkMvError
 from sparkmv.jar import JarBuildError, jar_path
 from sparkmv.shell import Shell, split_statements
 
@@ -22,17 +25,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     source = sql.add_mutually_exclusive_group()
     source.add_argument("-e", dest="statements", help="run these ;-separated statements")
     source.add_argument("-f", dest="file", type=Path, help="run the statements in FILE")
-    sql.add_argument(
-        "--warehouse", default=None, help="warehouse and catalog directory (./spark-warehouse)"
+    _session_options(sql)
+    server = commands.add_parser(
+        "server",
+        help="JDBC (Thrift) and Spark Connect servers with the sparkmv extension",
+        description="Serve JDBC (beeline, BI tools) and Spark Connect clients from one Spark "
+        "driver with the sparkmv extension, until Ctrl-C or SIGTERM.",
     )
-    sql.add_argument(
-        "--conf",
-        action="append",
-        default=[],
-        type=conf_pair,
-        metavar="KEY=VALUE",
-        help="Spark configuration",
+    server.add_argument(
+        "--thrift-port",
+        type=port_number,
+        default=THRIFT_PORT,
+        metavar="PORT",
+        help=f"JDBC (Thrift) server port ({THRIFT_PORT}; 0: no JDBC server)",
     )
+    server.add_argument(
+        "--connect-port",
+        type=port_number,
+        default=CONNECT_PORT,
+        metavar="PORT",
+        help=f"Spark Connect server port ({CONNECT_PORT}; 0: no Spark Connect server)",
+    )
+    _session_options(server)
     commands.add_parser("jar", help="print the path of the extension jar (building it if needed)")
     args = parser.parse_args(argv)
 
@@ -43,7 +57,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {error}", file=sys.stderr)
             return 1
         return 0
+    if args.command == "server":
+        if not args.thrift_port and not args.connect_port:
+            parser.error("server: --thrift-port and --connect-port are both 0: nothing to serve")
+        return _run_server(args)
     return _run_sql(args, sys.stdin, sys.stdout)
+
+
+def _session_options(command: argparse.ArgumentParser) -> None:
+    """The options of a command that starts a sparkmv session."""
+    command.add_argument(
+        "--warehouse", default=None, help="warehouse and catalog directory (./spark-warehouse)"
+    )
+    command.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        type=conf_pair,
+        metavar="KEY=VALUE",
+        help="Spark configuration",
+    )
 
 
 def conf_pair(text: str) -> tuple[str, str]:
@@ -52,6 +85,35 @@ def conf_pair(text: str) -> tuple[str, str]:
     if not equals or not key:
         raise argparse.ArgumentTypeError(f"takes KEY=VALUE, got {text!r}")
     return key, value
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 0 to 65535 (an argparse ``type``)."""
+    if not text.isdigit() or int(text) > 65535:
+        raise argparse.ArgumentTypeError(f"takes a port number 0-65535, got {text!r}")
+    return int(text)
+
+
+def _run_server(args: argparse.Namespace) -> int:
+    """Serve until SIGINT or SIGTERM; exit code 0 after a clean stop, 1 if a server could
+    not start."""
+    import sparkmv
+    from sparkmv.server import driver_alive, serve
+
+    logging.getLogger("py4j").setLevel(logging.ERROR)
+    try:
+        spark = sparkmv.session(args.warehouse, **{**SERVER_APPLICATION_CONF, **dict(args.conf)})
+    except KeyboardInterrupt:  # Ctrl-C while Spark starts: nothing to stop yet
+        return 130
+    try:
+        serve(spark, args.thrift_port, args.connect_port, out=sys.stdout)
+    except SparkMvError as error:
+        print(f"Error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if driver_alive(spark):
+            spark.stop()
+    return 0
 
 
 def _run_sql(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:

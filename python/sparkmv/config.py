@@ -25,6 +25,13 @@ each, without Hadoop's native library (pyspark's wheel has none); a refresh writ
 small files per bucket it touches. Set once the JVM runs: spark-submit itself resolves
 files before the shim's jar is on its class path."""
 
+DRIVER_CLASS_PATH_CONF = "spark.driver.extraClassPath"
+"""``sparkmv.session()`` puts the shim's jar there as well as in ``spark.jars``, so the driver
+loads it from the JVM's own class path. Jars of ``spark.jars`` are loaded by a class loader
+that the JDBC (Thrift) server's Hive sessions close when they end (``SessionState.close``
+closes the loaders between the session's and Hive's own): after the first JDBC client
+disconnects, every shim class not loaded yet would fail with ``NoClassDefFoundError``."""
+
 DEFAULT_WAREHOUSE_DIR = "spark-warehouse"
 """Relative to the working directory, like Spark's own default."""
 
@@ -54,6 +61,42 @@ DEFAULT_SESSION_CONF: dict[str, str] = {
     "spark.buffer.pageSize": "4m",
 }
 """Defaults for ``sparkmv.session()``; any key can be overridden by the caller."""
+
+THRIFT_PORT = 10000
+"""``sparkmv server``'s default JDBC (Thrift) port, HiveServer2's."""
+CONNECT_PORT = 15002
+"""``sparkmv server``'s default Spark Connect port, Spark's."""
+THRIFT_PORT_CONF = "hive.server2.thrift.port"
+"""HiveServer2's port, read from the session conf when the Thrift server starts."""
+CONNECT_PORT_CONF = "spark.connect.grpc.binding.port"
+"""Spark Connect's port, read from the application's conf when its server starts."""
+SERVER_SHUTDOWN_GRACE_SECONDS = 60.0
+"""How long a stopping server waits for the statements sparkmv is running (a refresh, a
+captured write) before it stops the JVM anyway."""
+
+SERVER_APPLICATION_CONF: dict[str, str] = {
+    # Every session caches a table's plan with its file listing, and another session's write
+    # does not reach that cache: a JDBC or Spark Connect client would keep reading a table as
+    # it was, and a refresh in its session would compute a view from that stale listing. With
+    # no cache each statement looks its tables up afresh (a metastore call and a listing each).
+    "spark.sql.filesourceTableRelationCacheSize": "0",
+}
+"""Static conf, set when the application starts, that ``sparkmv server`` uses and
+``sparkmv.serve`` requires: clients in sessions of their own must see each other's writes."""
+
+SERVER_SESSION_CONF: dict[str, str] = {
+    # Run a JDBC client's statement in its connection's thread (each connection has one), so a
+    # failed statement's error reaches the client as the statement's status: error class,
+    # message and SQLSTATE. Run in the background (Spark's default), the client polls for the
+    # status and the Thrift server renders the error as a whole Java stack trace, for Spark's
+    # own errors as for sparkmv's.
+    "spark.sql.hive.thriftServer.async": "false",
+    # Spark Connect clients show an error as spark.sql does in PySpark: class, message and
+    # SQLSTATE, not the server's JVM stack trace (a client can set it back to true).
+    "spark.sql.connect.serverStacktrace.enabled": "false",
+}
+"""Defaults of ``sparkmv server`` for the sessions of its clients (one per JDBC connection or
+Spark Connect client); a value set in the application's conf (``--conf``) wins."""
 
 ANSI_CONF = "spark.sql.ansi.enabled"
 """Spark's own: with ANSI mode (the default) arithmetic overflow fails the query; without it,

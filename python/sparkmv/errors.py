@@ -95,6 +95,36 @@ class ErrorClass(Enum):
         "is not clear which one should change it; nothing was changed. Make the ON condition "
         "match at most one source row per target row, e.g. by deduplicating the source.",
     )
+    SERVER_START_FAILED = ErrorSpec(
+        "58030",
+        "The {server} server cannot start on port {port}: {detail}. Stop what uses the port or "
+        "choose another one ({option}; 0 turns this server off).",
+    )
+    SERVER_NEEDS_APPLICATION_CONF = ErrorSpec(
+        "55000",
+        "Serving clients needs {key}={value} in the application's configuration, set when it "
+        "starts (it is {actual}): {reason}. Build the session with "
+        "sparkmv.session(..., **sparkmv.config.SERVER_APPLICATION_CONF) or pass --conf "
+        "{key}={value} to spark-submit.",
+    )
+    SERVER_NEEDS_DRIVER_CLASS_PATH = ErrorSpec(
+        "55000",
+        "The JDBC (Thrift) server needs the sparkmv jar on the driver's class path: a JDBC "
+        "session that ends closes the class loader of spark.jars (--jars), and sparkmv's "
+        "classes with it. Build the session with sparkmv.session(), or start the application "
+        "with --driver-class-path {jar} (spark.driver.extraClassPath).",
+    )
+    SERVER_SHUTTING_DOWN = ErrorSpec(
+        "57P01",
+        "The sparkmv server is shutting down: it starts no more materialized view statements, "
+        "DELETE, UPDATE or MERGE, or writes to tracked tables. Run the statement again once the "
+        "server has restarted.",
+    )
+    SPARK_DRIVER_EXITED = ErrorSpec(
+        "58000",
+        "The Spark driver's JVM exited (exit code {code}) while the servers ran; their clients "
+        "were disconnected. Its log above says why.",
+    )
     MATERIALIZED_VIEW_INTERNAL_ERROR = ErrorSpec(
         "XX000",
         "sparkmv failed unexpectedly while running {statement}: {detail}. "

@@ -14,6 +14,7 @@ from sparkmv.catalog import properties as keys
 from sparkmv.config import (
     DEFAULT_SESSION_CONF,
     DEFAULT_WAREHOUSE_DIR,
+    DRIVER_CLASS_PATH_CONF,
     EXTENSION_CLASS,
     HANDLER_REGISTRY_CLASS,
     LOCAL_FILE_SYSTEM_CLASS,
@@ -41,7 +42,11 @@ def session(warehouse_dir: str | os.PathLike[str] | None = None, **spark_conf: s
     conf["spark.sql.extensions"] = _with_item(
         spark_conf.get("spark.sql.extensions"), EXTENSION_CLASS
     )
-    conf["spark.jars"] = _with_item(spark_conf.get("spark.jars"), jar_path())
+    jar = jar_path()
+    conf["spark.jars"] = _with_item(spark_conf.get("spark.jars"), jar)
+    conf[DRIVER_CLASS_PATH_CONF] = _with_item(
+        spark_conf.get(DRIVER_CLASS_PATH_CONF), jar, os.pathsep
+    )
     if "spark.driver.extraJavaOptions" in spark_conf:  # the caller's options win, ours stay
         conf["spark.driver.extraJavaOptions"] = (
             _required_conf(warehouse)["spark.driver.extraJavaOptions"]
@@ -83,9 +88,9 @@ def _required_conf(warehouse: Path) -> dict[str, str]:
     }
 
 
-def _with_item(listed: str | None, item: str) -> str:
-    items = [part for part in (listed or "").split(",") if part]
-    return ",".join(items if item in items else [item, *items])
+def _with_item(listed: str | None, item: str, separator: str = ",") -> str:
+    items = [part for part in (listed or "").split(separator) if part]
+    return separator.join(items if item in items else [item, *items])
 
 
 def attach(spark: SparkSession) -> SparkSession:
@@ -107,3 +112,8 @@ def attach(spark: SparkSession) -> SparkSession:
     helper(spark, HANDLER_REGISTRY_CLASS).register(handler, keys.TRACKING_LOG)
     _attached[id(spark)] = handler
     return spark
+
+
+def ensure_attached(spark: SparkSession) -> SparkSession:
+    """``spark`` with sparkmv's handler attached: ``attach`` unless it was already."""
+    return spark if id(spark) in _attached else attach(spark)

@@ -11,8 +11,12 @@ trait MvHandler {
   /** Result schema of a statement as a DDL string ("" for none); cheap, no side effects. */
   def resultSchema(kind: String, sqlText: String): AnyRef
 
-  /** Runs a statement: its rows as a JSON array of arrays in the declared schema, or a `Throwable`. */
-  def execute(kind: String, sqlText: String): AnyRef
+  /**
+   * Runs a statement in `session`, the session that runs it (a JDBC connection or a Spark
+   * Connect client has its own: current database, SQL conf): its rows as a JSON array of
+   * arrays in the declared schema, or a `Throwable`.
+   */
+  def execute(kind: String, sqlText: String, session: org.apache.spark.sql.SparkSession): AnyRef
 
   /**
    * Around a write to a tracked table: phase "BEFORE" returns a token (a `String`); phase
@@ -22,9 +26,10 @@ trait MvHandler {
   def captureWrite(phase: String, database: String, table: String, detail: String): AnyRef
 
   /**
-   * Runs a DELETE, UPDATE or MERGE on `database.table` from its plan of row changes
-   * (`io.sparkmv.capture.RowLevelChanges`; null when `unsupported` says why there is none):
-   * the result rows as JSON, or a `Throwable`. `assigned`: the columns an UPDATE assigns.
+   * Runs a DELETE, UPDATE or MERGE on `database.table` in `session` from its plan of row
+   * changes (`io.sparkmv.capture.RowLevelChanges`; null when `unsupported` says why there is
+   * none): the result rows as JSON, or a `Throwable`. `assigned`: the columns an UPDATE
+   * assigns.
    */
   def rowLevelWrite(
       kind: String,
@@ -32,7 +37,8 @@ trait MvHandler {
       table: String,
       changes: org.apache.spark.sql.DataFrame,
       unsupported: String,
-      assigned: java.util.List[String]): AnyRef
+      assigned: java.util.List[String],
+      session: org.apache.spark.sql.SparkSession): AnyRef
 }
 
 /** The JVM-wide handler, set by `sparkmv.attach(spark)`. */
@@ -60,17 +66,19 @@ object MvHandlerRegistry {
       table: String,
       changes: org.apache.spark.sql.DataFrame,
       unsupported: String,
-      assigned: Seq[String]): String = {
+      assigned: Seq[String],
+      session: org.apache.spark.sql.SparkSession): String = {
     import scala.jdk.CollectionConverters._
-    rethrowOr(handler.rowLevelWrite(kind, database, table, changes, unsupported, assigned.asJava))
+    rethrowOr(
+      handler.rowLevelWrite(kind, database, table, changes, unsupported, assigned.asJava, session))
       .asInstanceOf[String]
   }
 
   def resultSchema(kind: String, sqlText: String): String =
     rethrowOr(handler.resultSchema(kind, sqlText)).asInstanceOf[String]
 
-  def execute(kind: String, sqlText: String): AnyRef =
-    rethrowOr(handler.execute(kind, sqlText))
+  def execute(kind: String, sqlText: String, session: org.apache.spark.sql.SparkSession): AnyRef =
+    rethrowOr(handler.execute(kind, sqlText, session))
 
   private def rethrowOr(result: AnyRef): AnyRef = result match {
     case t: Throwable => throw t

@@ -18,7 +18,9 @@ abstract class MaterializedViewCommand extends LeafRunnableCommand {
   def sqlText: String
 
   override def run(sparkSession: SparkSession): Seq[Row] =
-    ResultRows.fromJson(MvHandlerRegistry.execute(kind, sqlText).asInstanceOf[String], output)
+    ResultRows.fromJson(
+      MvHandlerRegistry.execute(kind, sqlText, sparkSession).asInstanceOf[String],
+      output)
 }
 
 object MaterializedViewCommand {

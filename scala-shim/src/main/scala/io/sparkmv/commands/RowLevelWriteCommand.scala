@@ -35,7 +35,7 @@ case class RowLevelWriteCommand(
     val identifier = table.identifier
     val database = identifier.database.getOrElse(sparkSession.catalog.currentDatabase)
     val json = MvHandlerRegistry.rowLevelWrite(
-      kind, database, identifier.table, frame, unsupported, assigned)
+      kind, database, identifier.table, frame, unsupported, assigned, sparkSession)
     ResultRows.fromJson(json, output)
   }
 }
