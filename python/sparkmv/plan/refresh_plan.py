@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from sparkmv import frames
 from sparkmv.analyze.constructs import volatile_construct
 from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.query import parse_query, query_dataframe
@@ -150,11 +150,10 @@ def plan_refresh(
     if not changed:
         return RefreshPlan(RefreshMode.INCREMENTAL, NO_CHANGE, nothing_pending=True, query=query)
     assert maintainability.root is not None
-    joined = joined_bytes(
-        maintainability.root, table_bytes(bases), {table.name for table in changed}
-    )
+    sizes = table_bytes(bases)
+    joined = joined_bytes(maintainability.root, sizes, {table.name for table in changed})
     cost = estimate_cost(
-        view, base_bytes(bases), change_bytes(spark, maintainability, bases, changed), joined
+        view, sum(sizes.values()), change_bytes(spark, maintainability, bases, changed), joined
     )
     if requested is None and view.policy is RefreshPolicy.AUTO and cost_based(spark):
         return RefreshPlan(cost.cheaper(), cost.choice(), changed, cost, query=query)
@@ -200,8 +199,7 @@ def nothing_pending(spark: SparkSession, view: MvMetadata, bases: list[BaseTable
     tree = parse_query(view.query, view.query_database).tree
     if tree is None or volatile_construct(tree):
         return False
-    data: Any = query_dataframe(spark, view.query, view.query_database)
-    return bool(data._jdf.queryExecution().analyzed().deterministic())
+    return frames.deterministic(query_dataframe(spark, view.query, view.query_database))
 
 
 def changed_tables(view: MvMetadata, bases: list[BaseTable]) -> tuple[ChangedTable, ...]:
