@@ -31,9 +31,8 @@ import pytest
 from conftest import python_env
 from sparkmv.bridge import RunningCalls
 from sparkmv.errors import ErrorClass, SparkMvError
-from test_cli import tables
+from test_cli import SPARKMV, tables
 
-SPARKMV = Path(sys.executable).parent / "sparkmv"
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 BEELINE = SPARK_HOME / "bin" / "beeline"
 START_TIMEOUT = 240

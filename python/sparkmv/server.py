@@ -45,6 +45,7 @@ from sparkmv.config import (
 )
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jar import jar_path
+from sparkmv.jvm import StaticMethods, helper
 from sparkmv.spark_session import ensure_attached
 
 THRIFT = "JDBC (Thrift)"
@@ -283,8 +284,7 @@ def _require_shim_on_class_path(spark: SparkSession) -> None:
 def _start_thrift(spark: SparkSession, port: int) -> Any:
     """HiveThriftServer2 on ``port``, listening when this returns; its port is read from the
     session conf as it starts."""
-    jvm: Any = spark._jvm
-    server_class: Any = _jvm_member(jvm, _THRIFT_SERVER_CLASS)
+    server_class = helper(spark, _THRIFT_SERVER_CLASS)
     try:
         with session_conf(spark, {THRIFT_PORT_CONF: str(port)}):
             return server_class.startWithSparkSession(spark._jsparkSession, False)
@@ -319,24 +319,14 @@ def _root_cause(throwable: Any) -> str:
     return str(throwable.getMessage() or throwable.getClass().getSimpleName()).rstrip(".")
 
 
-def _connect_class(spark: SparkSession) -> Any:
+def _connect_class(spark: SparkSession) -> StaticMethods:
     """``SparkConnectService``'s static methods (start, stop)."""
-    return _jvm_member(spark._jvm, f"{_CONNECT_PACKAGE}.{_CONNECT_SERVICE}")
+    return helper(spark, f"{_CONNECT_PACKAGE}.{_CONNECT_SERVICE}")
 
 
 def _connect_service(spark: SparkSession) -> Any:
     """The ``SparkConnectService`` object itself: its gRPC server has no static accessor."""
-    module = _jvm_member(spark._jvm, f"{_CONNECT_PACKAGE}.{_CONNECT_SERVICE}$")
-    return getattr(module, "MODULE$")
-
-
-def _jvm_member(jvm: Any, qualified: str) -> Any:
-    """A JVM class by its qualified name (``$`` and all, which attribute syntax cannot
-    spell)."""
-    found = jvm
-    for part in qualified.split("."):
-        found = getattr(found, part)
-    return found
+    return getattr(helper(spark, f"{_CONNECT_PACKAGE}.{_CONNECT_SERVICE}$"), "MODULE$")
 
 
 def _say(out: TextIO | None, message: str) -> None:
