@@ -247,7 +247,7 @@ def link(spark: SparkSession, source: str, target: str) -> None:
     """Make ``target`` a second name of ``source``'s bytes: a hard link on a local file
     system (no copy: copy-on-write and preserved files cost a directory entry), else a copy.
     Either way ``source`` can be deleted afterwards without affecting ``target``."""
-    source_local, target_local = local_path(spark, source), local_path(spark, target)
+    source_local, target_local = _local_path(spark, source), _local_path(spark, target)
     if source_local is not None and target_local is not None:
         os.makedirs(os.path.dirname(target_local), exist_ok=True)
         try:
@@ -271,7 +271,7 @@ def _copy(spark: SparkSession, source: str, target: str, delete_source: bool) ->
 def os_path(spark: SparkSession, path: str) -> str | None:
     """The operating-system path of a ``file:`` path the driver can use itself, None for
     other file systems and for paths with escaped characters (which Hadoop decodes)."""
-    return local_path(spark, path) if path.startswith("file:") and "%" not in path else None
+    return _local_path(spark, path) if path.startswith("file:") and "%" not in path else None
 
 
 def _is_checksum(name: str) -> bool:
@@ -279,7 +279,7 @@ def _is_checksum(name: str) -> bool:
     return name.startswith(".") and name.endswith(".crc")
 
 
-def local_path(spark: SparkSession, path: str) -> str | None:
+def _local_path(spark: SparkSession, path: str) -> str | None:
     """The operating-system path of a ``file:`` URI (a file the driver can write itself),
     None for other file systems."""
     if path.startswith("file:"):  # as Hadoop writes them; read without a JVM round trip
