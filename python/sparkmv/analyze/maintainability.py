@@ -76,14 +76,15 @@ def not_maintainable(construct: str) -> Maintainability:
 def analyze_maintainability(
     query: ParsedQuery,
     database: str,
-    data: DataFrame,
+    data: DataFrame | None,
     columns: Mapping[str, tuple[str, ...]],
     check_plan: bool = True,
 ) -> Maintainability:
     """Whether ``query`` (whose unqualified names resolve in ``database``, analyzed by Spark
     as ``data``, over base tables with these ``columns``) can be maintained incrementally,
-    with its IR. ``check_plan`` False skips the walk of Spark's analyzed plan, for a query
-    whose plan passed it over the same base-table schemas (its plan is the same)."""
+    with its IR. ``check_plan`` False skips the walk of Spark's analyzed plan (``data`` may
+    then be None), for a query whose plan passed it over the same base-table schemas (its
+    plan is the same)."""
     if query.tree is None:
         return Maintainability(
             False, "sqlglot cannot parse the query, so its deltas cannot be derived"
@@ -107,7 +108,10 @@ def analyze_maintainability(
         first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
         return Maintainability(False, f"sqlglot cannot resolve the query ({first_line})")
     grouped = any(isinstance(node, Aggregate) for node in walk(root))
-    construct = spark_plan_construct(data, grouped) if check_plan else ""  # sqlglot's blind spots
+    construct = ""
+    if check_plan:  # sqlglot's blind spots
+        assert data is not None, "checking Spark's plan needs the analyzed query"
+        construct = spark_plan_construct(data, grouped)
     if construct:
         return not_maintainable(construct)
     return Maintainability(True, "the query is incrementally maintainable", root)

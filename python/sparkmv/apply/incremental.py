@@ -23,6 +23,12 @@ Steps 2 and 3 write few rows when ΔV is small; those rows are then collected an
 by the driver (``BucketWriter``, ``apply/driver_files.py``) instead of by a Spark write,
 whose job and commit protocol cost most of a small refresh.
 
+A small view (fewer stored rows than ``STORAGE_PATCH_MIN_ROWS_CONF``, whose every touched
+bucket would be rewritten whole anyway) skips the staging: one Spark job computes ΔV, merges
+it with every live stored row (``new = old ⊎ ΔV``; the buckets ΔV misses come out as they
+were) and brings the merged rows to the driver, which writes the whole new snapshot. Staging
+would cost a second job, and the planning of a second statement, to write fewer rows.
+
 The stored rows are read by bucket directory and explicit schema: no listing of the other
 buckets, no schema inference, no job to count anything.
 
@@ -107,8 +113,8 @@ def apply_change(
     """Apply ``change`` to the snapshot of ``view`` by ``merge``; the new snapshot is
     written under ``root``.
 
-    Spark jobs: one computes ΔV; one merges it (and writes the merged rows); a patch
-    costs one more that finds (and masks) the stored rows ΔV replaces. In a bag of rows, a
+    Spark jobs: a small view's, one (``_rewrite_in_one_pass``). Else one computes ΔV; one
+    merges it (and writes the merged rows); a patch costs one more that finds (and masks) the stored rows ΔV replaces. In a bag of rows, a
     small ΔV that only inserts costs just the first: its copies are appended from the
     driver. A small ΔV's merge and hits are collected and written by the
     driver (``BucketWriter``), a large one's by Spark (and a join with ΔV's keys then costs
@@ -118,12 +124,14 @@ def apply_change(
     """
     path = new_snapshot_path(root)
     try:
+        files = _bucket_files(spark, view.snapshot)
+        if _rewritten_in_one_pass(spark, view, merge, files, path):
+            return _rewrite_in_one_pass(spark, view, change, merge, files, path)
         staged = _stage_change(spark, change, merge, view.layout.buckets, path)
         if not staged.rows:  # ΔV is empty: the view stays as it is
             remove_path(spark, path)
             return AppliedChange(view.snapshot, view.masked_rows, 0, 0, 0, 0, 0)
         touched = frozenset(staged.rows)
-        files = _bucket_files(spark, view.snapshot)
         mask = _stored_mask(spark, view)
         whole = touched
         if staged.appended is not None or _patching(spark, view, len(touched)):
@@ -162,6 +170,51 @@ def apply_change(
     except BaseException:
         remove_path(spark, path)
         raise
+
+
+def _rewritten_in_one_pass(
+    spark: SparkSession, view: MvMetadata, merge: Merge, files: BucketFiles, path: str
+) -> bool:
+    """Whether the whole view is rewritten from one job that computes ΔV and merges it:
+    when every bucket ΔV could touch would be rewritten whole anyway (fewer stored rows
+    than ``STORAGE_PATCH_MIN_ROWS_CONF``), small enough to pass through the driver, and
+    its rows travel as Arrow unchanged. Finding the touched buckets first would cost a
+    second job, and the planning of a second statement, for fewer rows written."""
+    stored_bytes = sum(size for names in files.values() for size in names.values())
+    return (
+        view.row_count + view.masked_rows < _patch_min_rows(spark)
+        and stored_bytes <= DRIVER_WRITE_MAX_BYTES
+        and carried_by_driver(merge.schema)
+        and writable_directory(spark, path) is not None
+    )
+
+
+def _rewrite_in_one_pass(
+    spark: SparkSession,
+    view: MvMetadata,
+    change: DataFrame,
+    merge: Merge,
+    files: BucketFiles,
+    path: str,
+) -> AppliedChange:
+    """Write the new snapshot as ``merge`` of every live stored row with ``change``, in one
+    Spark job that computes ΔV, merges it and collects the merged rows for the driver to
+    write (``BucketWriter``). ``new = old ⊎ ΔV`` over every bucket: the buckets ΔV misses
+    come out as they were, so no bucket is linked and no mask carried."""
+    bucket = f"{bucket_sql(change.schema, merge.key_columns, view.layout.buckets)}"
+    bucketed = frames.select(change, ["*", f"{bucket} AS {BUCKET_COLUMN}"])
+    mask = _stored_mask(spark, view)
+    stored = _live_rows(spark, view, merge.schema, mask, frozenset(files), files)
+    observed = write_merged(merge, stored, bucketed, path, BucketWriter(path, at_driver=True))
+    if observed["negative"]:
+        raise ChangeDoesNotFitError(
+            f"{observed['negative']} rows of the view would occur a negative number of times"
+        )
+    if not observed["rewritten"]:
+        keep_schema_readable(spark, merge.schema, path)
+    return AppliedChange(
+        path, 0, observed["inserted"], observed["deleted"], 0, len(files), observed["rewritten"]
+    )
 
 
 @dataclass(frozen=True)

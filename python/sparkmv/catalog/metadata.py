@@ -211,6 +211,8 @@ class MvMetadata:
     masked_rows: int = 0
     # the schemas key the delta rules' types were checked for ("" when not checked)
     checked_schemas: str = ""
+    # the types compiled under that key (JSON; "" when none)
+    compiled_types: str = ""
     format_version: int = keys.FORMAT_VERSION
 
     def with_changes(self, **changes: object) -> MvMetadata:
@@ -256,6 +258,7 @@ class MvMetadata:
                     sort_keys=True,
                 ),
                 keys.CHECKED_SCHEMAS: self.checked_schemas,
+                keys.COMPILED_TYPES: self.compiled_types,
             }
         )
 
@@ -316,5 +319,6 @@ class MvMetadata:
             ),
             masked_rows=number(keys.STORAGE_MASKED_ROWS),
             checked_schemas=values.get(keys.CHECKED_SCHEMAS, ""),
+            compiled_types=values.get(keys.COMPILED_TYPES, ""),
             format_version=version,
         )

@@ -46,6 +46,10 @@ CONSUMED_VERSIONS = "sparkmv.consumed_versions"  # JSON {base table: {log, versi
 # The schemas (``plan/view_delta.py: schemas_key``) for which the delta rules' column types were
 # checked against the query's: a refresh over the same schemas skips the check.
 CHECKED_SCHEMAS = "sparkmv.maintenance.checked_schemas"
+# What Spark's analyzer said of the view's types under that key (JSON, written by the plan
+# stage: ``plan/aggregate_view.py: CompiledTypes``), so that a refresh in a new process need
+# not ask it again.
+COMPILED_TYPES = "sparkmv.maintenance.compiled_types"
 
 # On base tables (not views): change capture.
 TRACKING_LOG = "sparkmv.tracking.log"  # root of the table's change log

@@ -168,7 +168,7 @@ def checked_schemas(spark: SparkSession, plan: CreatePlan, bases: list[BaseTable
     base_schemas = schemas(bases)
     if not plan.maintainability.incremental or base_schemas is None:
         return ""
-    return schemas_key(spark, plan.data, base_schemas)
+    return schemas_key(spark, plan.query.text, plan.database, base_schemas)
 
 
 def check_trigger(trigger: RefreshTrigger | None) -> None:

@@ -31,6 +31,7 @@ from sparkmv.delta.engine import BaseState, DeltaEngine
 from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
 from sparkmv.parse.statements import RefreshMode, RefreshStatement
+from sparkmv.plan.aggregate_view import compiled_types_json, remember_compiled_types
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
@@ -121,7 +122,10 @@ def refresh_incrementally(
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
     skipped, engine = observed_engine(spark, plan.query, bases, plan.changed)
     with engine, session_conf(spark, INCREMENTAL_REFRESH_CONF):
-        change, merge = stored_change(maintained, engine, consumed.layout)
+        key = plan.query.checked_schemas
+        remember_compiled_types(key, consumed.compiled_types)
+        change, merge = stored_change(maintained, engine, consumed.layout, key)
+        measured = measured.with_changes(compiled_types=compiled_types_json(key))
 
         def skipped_counts() -> dict[str, int]:
             irrelevant.update(skipped.counts(engine))
@@ -147,10 +151,11 @@ def refresh_fully(
     buckets = int(spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
     layout = storage_layout(consumed.policy, plan.query.maintainability, bases, buckets)
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
-    data = plan.query.data
     if layout.buckets:  # a DataFrame keeps the plans of the engine's temporary views
         with base_states(spark, bases, ()) as engine:
             data = stored_rows(plan.query.maintainability, engine)
+    else:
+        data = plan.query.data
     return full_refresh(spark, context.catalog, measured, data, layout, plan.reason, started)
 
 

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from sparkmv import frames
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.zset import WEIGHT
 
@@ -48,7 +50,9 @@ class TempViews:
         return quote_identifier(known[1])
 
     def drop(self) -> None:
-        catalog = self.spark.catalog
+        if not self._names:
+            return
+        catalog: Any = self.spark._jsparkSession.catalog()  # PySpark's costs more round trips
         for _, name in self._names.values():
             catalog.dropTempView(name)
         self._names.clear()
@@ -79,7 +83,7 @@ class Relation:
     def frame(self) -> DataFrame:
         if self._frame is None:
             assert self._sql is not None
-            self._frame = self._views.spark.sql(self._sql)
+            self._frame = frames.sql(self._views.spark, self._sql)
         return self._frame
 
     def subquery(self, alias: str) -> str:
@@ -128,6 +132,6 @@ def net_change(logged: DataFrame, read: set[str] | None) -> DataFrame:
     try:
         selected = ", ".join([*columns, WEIGHT_SQL])
         rows = Relation(views, sql=f"SELECT {selected} FROM {views.name_of(logged)}")
-        return spark.sql(consolidated_sql(rows, [field.name for field in fields]))
+        return frames.sql(spark, consolidated_sql(rows, [field.name for field in fields]))
     finally:
         views.drop()

@@ -24,9 +24,11 @@ about 1,700 round trips, now a handful).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 from sqlglot import exp
 
 from sparkmv import frames
@@ -53,6 +55,65 @@ refresh of a view whose base tables keep their schemas."""
 _MAX_RESULT_TYPES = 256
 
 
+@dataclass(frozen=True)
+class CompiledTypes:
+    """What an aggregate view's refresh asks Spark's analyzer for and that only the view's
+    query, its base tables' schemas and ANSI mode decide (its ``schemas_key``): the calls'
+    result types, and the schema of its stored rows."""
+
+    result_types: agg.ResultTypes
+    stored_schema: T.StructType
+
+
+_COMPILED: dict[str, CompiledTypes] = {}
+"""``CompiledTypes`` by the view's ``schemas_key``: a refresh of a view whose key was seen
+in this process (or stored with the view, ``remember_compiled_types``) analyzes neither its
+input nor its stored rows to learn their types (two analyses of queries over the base
+tables, and their file listings)."""
+
+
+def compiled_types_json(key: str) -> str:
+    """The types compiled under ``key`` as JSON, with the key ("" when none are)."""
+    compiled = _COMPILED.get(key) if key else None
+    if compiled is None:
+        return ""
+    types = compiled.result_types
+    return json.dumps(
+        {
+            "key": key,
+            "calls": [t.json() for t in types.calls],
+            "sums": [None if t is None else t.json() for t in types.sums],
+            "values": [t.json() for t in types.values],
+            "stored": compiled.stored_schema.json(),
+        }
+    )
+
+
+def remember_compiled_types(key: str, text: str) -> None:
+    """Cache the types of ``text`` (``compiled_types_json``, as stored with a view) when
+    they were compiled under ``key``: the view's query and base schemas are as they were."""
+    if not key or not text or key in _COMPILED:
+        return
+    stored = json.loads(text)
+    if stored.get("key") != key:
+        return
+    parse = T._parse_datatype_json_string
+    types = agg.ResultTypes(
+        tuple(parse(t) for t in stored["calls"]),
+        tuple(None if t is None else parse(t) for t in stored["sums"]),
+        tuple(parse(t) for t in stored["values"]),
+    )
+    schema = parse(stored["stored"])
+    assert isinstance(schema, T.StructType)
+    _remember(key, CompiledTypes(types, schema))
+
+
+def _remember(key: str, compiled: CompiledTypes) -> None:
+    if len(_COMPILED) >= _MAX_RESULT_TYPES:
+        _COMPILED.clear()
+    _COMPILED[key] = compiled
+
+
 def _items(names: list[str], prefix: str = "") -> list[str]:
     """A select list's items: the (quoted) columns ``names``, qualified by ``prefix``."""
     return [prefix + q(name) for name in names]
@@ -77,6 +138,7 @@ class AggregateView:
     aggregate: Aggregate
     having: exp.Expr | None
     project: Project
+    compiled_key: str = ""  # the view's ``schemas_key`` ("": its types are not cached)
     _types: dict[DeltaEngine, agg.ResultTypes] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -114,10 +176,14 @@ class AggregateView:
     def types(self, engine: DeltaEngine) -> agg.ResultTypes:
         """The calls' result types (each probe is a Spark analysis: asked once per engine,
         and once per input schema, ``_RESULT_TYPES``)."""
+        compiled = _COMPILED.get(self.compiled_key) if self.compiled_key else None
+        if compiled is not None:
+            return compiled.result_types
         if engine not in self._types:
             child = _frame(engine, engine.value(self.aggregate.child, Version.NEW).sql)
             ansi = engine.views.spark.conf.get(ANSI_CONF, "true") or "true"
-            key = (tuple(call.sql() for call in self.aggregate.calls), child.schema.json(), ansi)
+            calls = tuple(call.sql() for call in self.aggregate.calls)
+            key = (calls, frames.schema(child).json(), ansi)
             found = _RESULT_TYPES.get(key)
             if found is None:
                 found = agg.result_types(self.aggregate, child)
@@ -446,7 +512,7 @@ def group_merge(view: AggregateView, engine: DeltaEngine) -> Merge:
     reaches zero is dropped (a global aggregate's one row stays). What is kept and the
     metrics are SQL text, so that a merge costs a few py4j round trips instead of one per
     column and operator."""
-    schema = view.stored_rows(engine).schema  # analysis only
+    schema = _stored_schema(view, engine)
     stored_row = _items([*view.storage(), BUCKET_COLUMN])
     kept = view.kept_sql()
 
@@ -457,6 +523,18 @@ def group_merge(view: AggregateView, engine: DeltaEngine) -> Merge:
         return frames.select(merged, stored_row, kept)
 
     return Merge(view.keys, schema, merged, _group_metrics(view), kept_rows)
+
+
+def _stored_schema(view: AggregateView, engine: DeltaEngine) -> T.StructType:
+    """The schema of ``view``'s stored rows: compiled (``CompiledTypes``), or analyzed and
+    then compiled under the view's key."""
+    compiled = _COMPILED.get(view.compiled_key) if view.compiled_key else None
+    if compiled is not None:
+        return compiled.stored_schema
+    schema = view.stored_rows(engine).schema  # analysis only
+    if view.compiled_key:
+        _remember(view.compiled_key, CompiledTypes(view.types(engine), schema))
+    return schema
 
 
 def _group_metrics(view: AggregateView) -> tuple[str, ...]:

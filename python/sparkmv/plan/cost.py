@@ -35,8 +35,12 @@ history also fades while the other mode runs (AUTO chose the other because of it
 slow measurement would keep AUTO off a mode for good, with nothing to ever correct it; faded,
 the mode is tried again and measured anew.
 
-AUTO takes the cheaper estimate, and incremental when the two are within ``TIE_MS``: closer
-than the estimates can tell apart, and an incremental refresh reads and writes less. A wrong
+AUTO takes the cheaper estimate. Within ``TIE_MS`` of each other the two are closer than
+the estimates can tell apart, and the tie goes to the mode that reads less: incremental,
+unless its terms scan about as much as a full refresh would (``reads_about_the_base``: a join
+whose every input changed), in which case the full refresh does it in fewer, simpler jobs —
+once the base tables are large enough (``HISTORY_BASE_BYTES``) for their scans to count;
+below that both modes cost their fixed part and incremental wins the tie. A wrong
 choice costs time, never correctness: either mode computes the view's query, and a full
 refresh of a maintainable view writes the bucketed layout incremental refreshes patch.
 """
@@ -69,7 +73,10 @@ HISTORY_BASE_BYTES = FIXED_MS / FULL_MS_PER_BASE_BYTE
 """Base-table bytes (30 MB) at which the measured history counts half: there a full refresh's
 scan costs as much as its fixed part."""
 TIE_MS = 100.0
-"""Estimates this close choose incremental."""
+"""Estimates this close are a tie (``CostEstimate.cheaper``)."""
+BASE_SHARE_READ_IN_FULL = 0.5
+"""An incremental refresh whose terms scan this share of the base tables' bytes or more reads
+about what a full refresh reads (``CostEstimate.reads_about_the_base``)."""
 CONFIDENT_REFRESHES = 3
 """Measured refreshes of a mode after which its history counts fully (fewer count in
 proportion: one refresh, a third)."""
@@ -101,12 +108,27 @@ class CostEstimate:
     joined_bytes: int = 0
 
     def cheaper(self) -> RefreshMode:
-        """FULL when its estimate is below the incremental one by ``TIE_MS`` or more."""
+        """FULL when its estimate is below the incremental one by ``TIE_MS`` or more, or
+        within ``TIE_MS`` of it while the incremental terms scan about the base tables."""
         if self.incremental is None:
             return RefreshMode.FULL
         if self.full.estimated_ms + TIE_MS <= self.incremental.estimated_ms:
             return RefreshMode.FULL
+        tie = self.incremental.estimated_ms < self.full.estimated_ms + TIE_MS and (
+            self.full.estimated_ms < self.incremental.estimated_ms + TIE_MS
+        )
+        if tie and self.reads_about_the_base():
+            return RefreshMode.FULL
         return RefreshMode.INCREMENTAL
+
+    def reads_about_the_base(self) -> bool:
+        """Whether the incremental refresh scans about as much as a full one: its joined
+        bytes are ``BASE_SHARE_READ_IN_FULL`` of base tables of at least
+        ``HISTORY_BASE_BYTES`` (smaller ones cost their fixed part either way)."""
+        return (
+            self.base_bytes >= HISTORY_BASE_BYTES
+            and self.joined_bytes >= BASE_SHARE_READ_IN_FULL * self.base_bytes
+        )
 
     def model_ms(self, mode: RefreshMode) -> float:
         """The model's estimate of ``mode`` (0 when it was not estimated)."""

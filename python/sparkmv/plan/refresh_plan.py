@@ -25,7 +25,9 @@ against the chosen mode's (``RefreshStats.planned``).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -62,12 +64,18 @@ MAX_BUCKETS = 256
 
 @dataclass(frozen=True)
 class ViewQuery:
-    """A view's query as Spark analyzed it, whether the delta rules can maintain it, and
-    the ``schemas_key`` that verdict was checked for ("" when it was not)."""
+    """A view's query, whether the delta rules can maintain it, and the ``schemas_key``
+    that verdict was checked for ("" when it was not); ``data``: the query as Spark
+    analyzes it, made when first asked for (an incremental refresh whose verdict was checked
+    for the same key never asks: its statements come from the IR)."""
 
-    data: DataFrame
     maintainability: Maintainability
-    checked_schemas: str = ""
+    checked_schemas: str
+    analyzed: Callable[[], DataFrame]
+
+    @cached_property
+    def data(self) -> DataFrame:
+        return self.analyzed()
 
 
 @dataclass(frozen=True)
@@ -163,20 +171,25 @@ def plan_refresh(
 def view_query(
     spark: SparkSession, view: MvMetadata, bases: list[BaseTable] | None = None
 ) -> ViewQuery:
-    """The view's query analyzed again (the base tables may have changed). Given ``bases``
-    as tracking read them, the rules' type check is skipped when it passed for the same
-    schemas before (``MvMetadata.checked_schemas``)."""
-    data = query_dataframe(spark, view.query, view.query_database)
+    """The view's query, its verdict decided again (the base tables may have changed).
+    Given ``bases`` as tracking read them, neither the rules' type check nor Spark's
+    analysis of the query runs when the check passed for the same ``schemas_key`` before
+    (``MvMetadata.checked_schemas``)."""
     parsed = parse_query(view.query, view.query_database)
+
+    def analyzed() -> DataFrame:
+        return query_dataframe(spark, view.query, view.query_database)
+
     base_schemas = schemas(bases) if bases is not None else None
-    if base_schemas is None:
-        return ViewQuery(data, maintainability_of(spark, parsed, view.query_database, data))
-    key = schemas_key(spark, data, base_schemas)
-    if key == view.checked_schemas:
-        found = checked_maintainability(parsed, view.query_database, data, base_schemas)
-    else:
-        found = maintainability_of(spark, parsed, view.query_database, data)
-    return ViewQuery(data, found, key if found.incremental else "")
+    key = ""
+    if base_schemas is not None:
+        key = schemas_key(spark, view.query, view.query_database, base_schemas)
+        if key == view.checked_schemas:
+            found = checked_maintainability(parsed, view.query_database, base_schemas)
+            return ViewQuery(found, key, analyzed)
+    data = analyzed()
+    found = maintainability_of(spark, parsed, view.query_database, data)
+    return ViewQuery(found, key if found.incremental else "", lambda: data)
 
 
 def nothing_pending(spark: SparkSession, view: MvMetadata, bases: list[BaseTable]) -> bool:

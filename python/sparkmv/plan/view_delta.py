@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
@@ -93,27 +93,32 @@ def base_table_columns(
     return rows, columns
 
 
-def schemas_key(spark: SparkSession, data: DataFrame, schemas: Mapping[str, T.StructType]) -> str:
-    """What the outcome of ``maintainability_of`` depends on besides the query's text: the
-    query's column types, the base tables' schemas (by table) and ANSI mode (it decides
-    which sums the rules can maintain). A view remembers the key its check passed for."""
+def schemas_key(
+    spark: SparkSession, query: str, database: str, schemas: Mapping[str, T.StructType]
+) -> str:
+    """What the outcome of ``maintainability_of`` depends on besides the IR: the query's
+    text and database (they fix its column types given the tables'), the base tables'
+    schemas (by table) and ANSI mode (it decides which sums the rules can maintain). A view
+    remembers the key its check passed for, so a refresh with the same key needs neither
+    the check nor Spark's analysis of the query."""
     facts = [
         spark.conf.get(ANSI_CONF, "true"),
-        frames.schema(data).json(),
+        query,
+        database,
         sorted((table, schema.json()) for table, schema in schemas.items()),
     ]
     return hashlib.sha256(json.dumps(facts).encode("utf-8")).hexdigest()
 
 
 def checked_maintainability(
-    query: ParsedQuery, database: str, data: DataFrame, schemas: Mapping[str, T.StructType]
+    query: ParsedQuery, database: str, schemas: Mapping[str, T.StructType]
 ) -> Maintainability:
     """``maintainability_of`` for a view whose check passed for these ``schemas`` (same
     ``schemas_key``): the analysis alone, which only needs the tables' column names. The
     type check would build the whole query's DataFrame over the base tables again, and
     Spark's plan, analyzed over the same schemas, is the one that passed."""
     columns = {table: tuple(schema.fieldNames()) for table, schema in schemas.items()}
-    return analyze_maintainability(query, database, data, columns, check_plan=False)
+    return analyze_maintainability(query, database, None, columns, check_plan=False)
 
 
 def _types(types: list[T.DataType]) -> str:
@@ -139,12 +144,15 @@ def stored_rows(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
 
 
 def stored_change(
-    maintained: Maintainability, engine: DeltaEngine, layout: StorageLayout
+    maintained: Maintainability, engine: DeltaEngine, layout: StorageLayout, compiled_key: str = ""
 ) -> tuple[DataFrame, Merge]:
     """The change of the stored rows, and how it merges into them: ``Δstored`` in storage
-    columns, consolidated — or, for an aggregate view, the state of the changed groups."""
+    columns, consolidated — or, for an aggregate view, the state of the changed groups.
+    ``compiled_key``: the view's ``schemas_key``, under which an aggregate view's types are
+    cached (``aggregate_view.CompiledTypes``)."""
     grouped = aggregate_view(maintained.root)
     if grouped is not None:
+        grouped = replace(grouped, compiled_key=compiled_key)
         return grouped.state_change(engine), group_merge(grouped, engine)
     stored = maintained.stored
     change = _storage_named(engine, engine.change(stored), stored.outputs)
