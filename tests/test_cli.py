@@ -270,6 +270,33 @@ def test_jar_prints_an_existing_jar() -> None:
     assert jar.is_absolute() and jar.suffix == ".jar" and jar.is_file(), output
 
 
+def test_version_names_sparkmv_and_spark() -> None:
+    completed = subprocess.run(
+        [str(SPARKMV), "--version"],
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert re.fullmatch(r"sparkmv \d+\.\d+\.\d+ \(Spark 4\.\d+\.\d+\)\n", completed.stdout)
+
+
+@pytest.mark.parametrize("command", ["sql", "server", "jar"])
+def test_every_subcommand_has_help(command: str) -> None:
+    completed = subprocess.run(
+        [str(SPARKMV), command, "--help"],
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith(f"usage: sparkmv {command}"), completed.stdout
+
+
 class _Result:
     columns: ClassVar[list[str]] = []
 

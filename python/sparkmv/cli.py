@@ -10,7 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from sparkmv.config import CONNECT_PORT, SERVER_APPLICATION_CONF, THRIFT_PORT
+from sparkmv.config import (
+    CONNECT_PORT,
+    CONSOLE_PROGRESS_CONF,
+    SERVER_APPLICATION_CONF,
+    THRIFT_PORT,
+)
 from sparkmv.errors import SparkMvError
 from sparkmv.jar import JarBuildError, jar_path
 from sparkmv.shell import Shell, split_statements
@@ -20,6 +25,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="sparkmv", description="Incremental materialized views for Apache Spark."
     )
+    parser.add_argument("--version", action="version", version=version())
     commands = parser.add_subparsers(dest="command", required=True)
     sql = commands.add_parser("sql", help="a SQL shell with the sparkmv extension")
     source = sql.add_mutually_exclusive_group()
@@ -62,6 +68,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("server: --thrift-port and --connect-port are both 0: nothing to serve")
         return _run_server(args)
     return _run_sql(args, sys.stdin, sys.stdout)
+
+
+def version() -> str:
+    """``sparkmv X (Spark Y)``: this package's version and the Spark it runs on."""
+    import pyspark
+
+    from sparkmv import __version__
+
+    return f"sparkmv {__version__} (Spark {pyspark.__version__})"
 
 
 def _session_options(command: argparse.ArgumentParser) -> None:
@@ -118,6 +133,8 @@ def _run_server(args: argparse.Namespace) -> int:
 
 def _run_sql(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     conf = dict(args.conf)
+    if sys.stderr.isatty():  # someone watches: long statements show Spark's progress bar
+        conf.setdefault(CONSOLE_PROGRESS_CONF, "true")
     logging.getLogger("py4j").setLevel(logging.ERROR)
     shell = Shell.start(args.warehouse, conf, stdout)
     try:

@@ -41,12 +41,14 @@ STORAGE_DIR_NAME = "_sparkmv"
 LOG_DIR_NAME = "_sparkmv_logs"
 """Directory under the warehouse that holds the change logs of tracked base tables."""
 
+CONSOLE_PROGRESS_CONF = "spark.ui.showConsoleProgress"
+
 DEFAULT_SESSION_CONF: dict[str, str] = {
     "spark.master": "local[2]",
     "spark.app.name": "sparkmv",
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
+    CONSOLE_PROGRESS_CONF: "false",  # on in ``sparkmv sql`` on a terminal
     # Spark keeps the last 1000 SQL executions' plans and 1000 jobs and stages in the driver's
     # status store even with the UI off; a refresh runs several jobs with wide plans, so the
     # defaults alone can fill a 1 GiB driver heap in a long session.

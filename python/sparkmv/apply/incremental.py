@@ -72,6 +72,7 @@ from sparkmv.apply.snapshot import (
 )
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
+from sparkmv.jobs import buckets, job_step
 from sparkmv.observations import observe
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.plan.merge import METRICS, Merge
@@ -114,20 +115,24 @@ def apply_change(
     written under ``root``.
 
     Spark jobs: a small view's, one (``_rewrite_in_one_pass``). Else one computes ΔV; one
-    merges it (and writes the merged rows); a patch costs one more that finds (and masks) the stored rows ΔV replaces. In a bag of rows, a
-    small ΔV that only inserts costs just the first: its copies are appended from the
-    driver. A small ΔV's merge and hits are collected and written by the
-    driver (``BucketWriter``), a large one's by Spark (and a join with ΔV's keys then costs
-    a broadcast). Which buckets ΔV touches, how many rows it has in each and how many rows
-    each bucket's mask holds come from ΔV at the driver or from the files those jobs wrote
-    (listings and parquet footers), not from jobs of their own.
+    merges it (and writes the merged rows); a patch costs one more that finds (and masks)
+    the stored rows ΔV replaces. In a bag of rows, a small ΔV that only inserts costs just
+    the first: its copies are appended from the driver. A small ΔV's merge and hits are
+    collected and written by the driver (``BucketWriter``), a large one's by Spark (and a
+    join with ΔV's keys then costs a broadcast). Each job is described by the view and its
+    step (``jobs.job_step``). Which buckets ΔV touches, how many rows it has in each and
+    how many rows each bucket's mask holds come from ΔV at the driver or from the files
+    those jobs wrote (listings and parquet footers), not from jobs of their own.
     """
     path = new_snapshot_path(root)
     try:
         files = _bucket_files(spark, view.snapshot)
+        step = f"REFRESH {view.name}:"
         if _rewritten_in_one_pass(spark, view, merge, files, path):
-            return _rewrite_in_one_pass(spark, view, change, merge, files, path)
-        staged = _stage_change(spark, change, merge, view.layout.buckets, path)
+            with job_step(spark, f"{step} ΔV, merged into all {buckets(view.layout.buckets)}"):
+                return _rewrite_in_one_pass(spark, view, change, merge, files, path)
+        with job_step(spark, f"{step} ΔV"):
+            staged = _stage_change(spark, change, merge, view.layout.buckets, path)
         if not staged.rows:  # ΔV is empty: the view stays as it is
             remove_path(spark, path)
             return AppliedChange(view.snapshot, view.masked_rows, 0, 0, 0, 0, 0)
@@ -144,11 +149,13 @@ def apply_change(
             merged = _live_rows(spark, view, merge.schema, mask, whole, files)
             probed = (touched - whole) & staged.probed_buckets
             if probed:
-                hits, hit_count = _mask_hits(
-                    spark, view, merge, staged, probed, mask, files, writer
-                )
+                with job_step(spark, f"{step} find the rows ΔV replaces in {buckets(len(probed))}"):
+                    hits, hit_count = _mask_hits(
+                        spark, view, merge, staged, probed, mask, files, writer
+                    )
                 merged = hits.unionByName(merged)
-            observed = write_merged(merge, merged, staged.frame, path, writer)
+            with job_step(spark, f"{step} write {buckets(len(touched))}"):
+                observed = write_merged(merge, merged, staged.frame, path, writer)
         if observed["negative"]:
             raise ChangeDoesNotFitError(
                 f"{observed['negative']} rows of the view would occur a negative number of times"

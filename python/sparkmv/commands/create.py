@@ -28,6 +28,7 @@ from sparkmv.delta.engine import BaseState
 from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
+from sparkmv.jobs import job_step
 from sparkmv.parse.statements import (
     ColumnSpec,
     CreateStatement,
@@ -122,7 +123,8 @@ def execute_create(
         with delta_engine(context.spark, states) as engine:
             data = stored_rows(plan.maintainability, engine)
     try:
-        path, rows = write_new_snapshot(context.spark, root, data, layout)
+        with job_step(context.spark, f"CREATE MATERIALIZED VIEW {plan.name}: compute"):
+            path, rows = write_new_snapshot(context.spark, root, data, layout)
     except BaseException:
         if plan.replaces is None:
             context.stop_tracking(plan.name, plan.query.base_tables)

@@ -30,6 +30,7 @@ from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, sessi
 from sparkmv.delta.engine import BaseState, DeltaEngine
 from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
+from sparkmv.jobs import job_step
 from sparkmv.parse.statements import RefreshMode, RefreshStatement
 from sparkmv.plan.aggregate_view import compiled_types_json, remember_compiled_types
 from sparkmv.plan.refresh_plan import (
@@ -156,7 +157,8 @@ def refresh_fully(
             data = stored_rows(plan.query.maintainability, engine)
     else:
         data = plan.query.data
-    return full_refresh(spark, context.catalog, measured, data, layout, plan.reason, started)
+    with job_step(spark, f"REFRESH {consumed.name}: recompute ({plan.reason})"):
+        return full_refresh(spark, context.catalog, measured, data, layout, plan.reason, started)
 
 
 def base_states(
