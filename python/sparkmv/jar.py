@@ -17,8 +17,20 @@ from pathlib import Path
 
 JAR_NAME = "sparkmv-shim.jar"
 _PACKAGE_DIR = Path(__file__).resolve().parent
-_JAR_DIR = _PACKAGE_DIR / "jars"
-_SOURCES_DIR = _PACKAGE_DIR.parents[1] / "scala-shim" / "src" / "main" / "scala"
+_SOURCES_DIR = _PACKAGE_DIR / "shim"
+"""The shim's Scala sources: in a checkout a link to ``scala-shim/src/main/scala``, in an
+installed package (a wheel) a copy, so that ``pip install ./python`` builds the jar on first
+use as a checkout does."""
+
+
+def _jar_dir() -> Path:
+    """Where the jar is built: next to the package, or in the user's cache when the package
+    directory is read-only (a system-wide install)."""
+    beside = _PACKAGE_DIR / "jars"
+    if os.access(beside if beside.is_dir() else _PACKAGE_DIR, os.W_OK):
+        return beside
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "sparkmv" / "jars"
 
 
 class JarBuildError(RuntimeError):
@@ -27,7 +39,7 @@ class JarBuildError(RuntimeError):
 
 def jar_path() -> str:
     """Absolute path of the extension jar, building it first if missing or stale."""
-    jar = _JAR_DIR / JAR_NAME
+    jar = _jar_dir() / JAR_NAME
     if not _SOURCES_DIR.is_dir():
         if jar.is_file():
             return str(jar)
@@ -100,8 +112,8 @@ def _build(jar: Path) -> None:
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise JarBuildError("scalac failed:\n" + result.stdout + result.stderr)
-        _JAR_DIR.mkdir(parents=True, exist_ok=True)
-        partial = _JAR_DIR / f".{JAR_NAME}.{os.getpid()}.partial"
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        partial = jar.parent / f".{JAR_NAME}.{os.getpid()}.partial"
         _write_jar(classes, partial)
         # Replace atomically so a concurrent reader never loads a half-written jar.
         os.replace(partial, jar)
