@@ -21,35 +21,44 @@ def show(spark: SparkSession, statement: str) -> None:
         print(format_table(frame.columns, rows))
 
 
+STATEMENTS = [
+    "CREATE TABLE stores (id INT, region STRING) USING parquet",
+    "CREATE TABLE sales (store_id INT, amount DECIMAL(10,2)) USING parquet",
+    "INSERT INTO stores VALUES (1, 'north'), (2, 'south'), (3, 'west')",
+    "INSERT INTO sales VALUES (1, 10.00), (1, 5.50), (2, 7.25), (3, 1.00)",
+    """CREATE MATERIALIZED VIEW sales_by_region
+         COMMENT 'revenue per region'
+         AS SELECT d.region, SUM(s.amount) AS total, COUNT(*) AS n
+            FROM sales s JOIN stores d ON s.store_id = d.id
+            GROUP BY d.region""",
+    "SELECT * FROM sales_by_region ORDER BY region",
+    "INSERT INTO sales VALUES (2, 100.00), (3, 2.00)",
+    "SELECT * FROM sales_by_region ORDER BY region",
+    "REFRESH MATERIALIZED VIEW sales_by_region",
+    "SELECT * FROM sales_by_region ORDER BY region",
+    "SHOW MATERIALIZED VIEWS",
+    "DESCRIBE MATERIALIZED VIEW EXTENDED sales_by_region",
+]
+"""The demo's statements, in order (tests/cluster_suite.py runs them on a multi-JVM cluster)."""
+
+
+def run(spark: SparkSession) -> None:
+    """The demo's statements, then a mistake, in ``spark`` (a session with sparkmv)."""
+    for statement in STATEMENTS:
+        show(spark, statement)
+    print("\nA mistake gets a Spark-style error, not a traceback:")
+    try:
+        spark.sql("REFRESH MATERIALIZED VIEW sales_by_regoin")
+    except Exception as error:
+        print(f"  {type(error).__name__}: {error}")
+
+
 def main() -> int:
     shutil.rmtree(WAREHOUSE, ignore_errors=True)
     print("Starting Spark with the sparkmv extension (warehouse: ./demo-warehouse) ...")
     spark = sparkmv.session(WAREHOUSE)
     try:
-        for statement in [
-            "CREATE TABLE stores (id INT, region STRING) USING parquet",
-            "CREATE TABLE sales (store_id INT, amount DECIMAL(10,2)) USING parquet",
-            "INSERT INTO stores VALUES (1, 'north'), (2, 'south'), (3, 'west')",
-            "INSERT INTO sales VALUES (1, 10.00), (1, 5.50), (2, 7.25), (3, 1.00)",
-            """CREATE MATERIALIZED VIEW sales_by_region
-                 COMMENT 'revenue per region'
-                 AS SELECT d.region, SUM(s.amount) AS total, COUNT(*) AS n
-                    FROM sales s JOIN stores d ON s.store_id = d.id
-                    GROUP BY d.region""",
-            "SELECT * FROM sales_by_region ORDER BY region",
-            "INSERT INTO sales VALUES (2, 100.00), (3, 2.00)",
-            "SELECT * FROM sales_by_region ORDER BY region",
-            "REFRESH MATERIALIZED VIEW sales_by_region",
-            "SELECT * FROM sales_by_region ORDER BY region",
-            "SHOW MATERIALIZED VIEWS",
-            "DESCRIBE MATERIALIZED VIEW EXTENDED sales_by_region",
-        ]:
-            show(spark, statement)
-        print("\nA mistake gets a Spark-style error, not a traceback:")
-        try:
-            spark.sql("REFRESH MATERIALIZED VIEW sales_by_regoin")
-        except Exception as error:
-            print(f"  {type(error).__name__}: {error}")
+        run(spark)
     finally:
         spark.stop()
     print("\nDone. The catalog in ./demo-warehouse keeps the view across restarts.")

@@ -114,6 +114,34 @@ def assert_view_matches_query(spark: SparkSession, view: str) -> None:
         spark.catalog.setCurrentDatabase(current)
 
 
+def view_description(spark: SparkSession, view: str) -> dict[str, str]:
+    """``DESCRIBE MATERIALIZED VIEW EXTENDED view`` as {field: value} (its column rows come
+    first, so a field such as ``Query`` wins over a column of that name)."""
+    rows = spark.sql(f"DESCRIBE MATERIALIZED VIEW EXTENDED {view}").collect()
+    return {str(row.col_name): str(row.data_type) for row in rows}
+
+
+def assert_view_equals_query_except_all(spark: SparkSession, view: str) -> None:
+    """The oracle (DESIGN §7) computed by Spark rather than the driver: the view EXCEPT ALL
+    its query run afresh and the query EXCEPT ALL the view are both empty (multisets; NULLs
+    match), so on a cluster the comparison itself runs in the executors."""
+    described = view_description(spark, view)
+    current = spark.catalog.currentDatabase()
+    spark.catalog.setCurrentDatabase(described["Query Database"])
+    try:
+        expected = spark.sql(described["Query"])
+        actual = spark.table(view)
+        assert len(actual.columns) == len(expected.columns)
+        extra, missing = actual.exceptAll(expected), expected.exceptAll(actual)
+        if extra.union(missing).count():
+            raise AssertionError(
+                f"{view} differs from its query: rows only in the view {extra.collect()}, "
+                f"rows only in the query {missing.collect()}"
+            )
+    finally:
+        spark.catalog.setCurrentDatabase(current)
+
+
 def change_log_of(spark: SparkSession, table: str) -> ChangeLog:
     """The change log of tracked ``table`` (of the current database), as sparkmv finds it."""
     catalog = ViewCatalog(spark)
