@@ -3,6 +3,7 @@ use, offline, as a checkout does: the wheel carries the shim's Scala sources."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,9 +17,13 @@ SOURCES = ROOT / "scala-shim" / "src" / "main" / "scala"
 
 
 def test_a_wheel_carries_the_shims_sources(tmp_path: Path) -> None:
+    # Built from a copy: setuptools builds in the source tree, leaving build/ behind.
+    source = tmp_path / "python"
+    ignored = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "jars")
+    shutil.copytree(ROOT / "python", source, ignore=ignored)
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), "./python"],
-        cwd=ROOT,
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), "."],
+        cwd=source,
         capture_output=True,
         text=True,
         timeout=300,
