@@ -31,6 +31,7 @@ from sparkmv import commands
 from sparkmv.capture.row_level import run_row_level_write
 from sparkmv.capture.writes import WriteCapture
 from sparkmv.commands.context import CommandContext
+from sparkmv.commands.on_commit import refresh_immediate_views
 from sparkmv.config import EXCEPTION_CLASS
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.parse.statements import TableName
@@ -77,7 +78,8 @@ class Handler:
                 if phase == "BEFORE":
                     return self.writes.before(name, detail)
                 if phase == "AFTER":
-                    self.writes.after(name, detail)
+                    immediate = self.writes.after(name, detail)
+                    refresh_immediate_views(self.context, name, immediate)
                 else:
                     self.writes.abort(detail)
                 return ""
@@ -97,13 +99,14 @@ class Handler:
         name = TableName(table, database)
         try:
             with running.call(), nested_call():
-                tracking = self.context_of(session).tracking
+                context = self.context_of(session)
                 result = run_row_level_write(
-                    tracking, kind, name, changes, unsupported, tuple(assigned)
+                    context.tracking, kind, name, changes, unsupported, tuple(assigned)
                 )
+                refresh_immediate_views(context, name, result.immediate)
         except BaseException as error:
             return self.to_java_error(error, f"{kind} on {name}")
-        return json.dumps([list(result)])
+        return json.dumps([list(result.row)])
 
     def to_java_error(self, error: BaseException, sql_text: str) -> Any:
         if isinstance(error, CapturedException) and error._origin is not None:

@@ -85,6 +85,18 @@ class ErrorClass(Enum):
         "0A000",
         "{feature} is not supported yet. {hint}",
     )
+    MATERIALIZED_VIEW_ON_COMMIT_NOT_CAPTURED = ErrorSpec(
+        "0A000",
+        "Materialized view {view} cannot be refreshed ON COMMIT: the writes to its base table "
+        "{table} are not captured ({reason}). Use ON DEMAND (the default) and run REFRESH "
+        "MATERIALIZED VIEW {view} after writing to {table}.",
+    )
+    MATERIALIZED_VIEW_ON_COMMIT_REFRESH_FAILED = ErrorSpec(
+        "55000",
+        "The write to {table} is committed, but the ON COMMIT refresh of materialized view "
+        "{view} failed: {detail}. The view shows its contents as of its last refresh until "
+        "REFRESH MATERIALIZED VIEW {view} succeeds.",
+    )
     ROW_LEVEL_WRITE_NOT_SUPPORTED = ErrorSpec(
         "0A000",
         "{statement} on {table} cannot run: {reason}.",

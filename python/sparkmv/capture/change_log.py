@@ -9,6 +9,7 @@ Layout under the log's root directory::
     preserved/<id>/                     links to data files a replacing write removed
     pending/<id>.intent, <id>.json       a copy-on-write in progress, until its commit
     dependents/<db.view>                the materialized views that read the table
+    immediate/<db.view>                 those refreshed ON COMMIT (each captured write does it)
 
 A commit records the rows a write inserted and deleted: as references to data files (the
 files an append added; the files an overwrite replaced, which stay readable until
@@ -405,6 +406,21 @@ class ChangeLog:
 
     def _dependent(self, view: str) -> str:
         return f"{self.root}/dependents/{view}"
+
+    def immediate_dependents(self) -> list[str]:
+        """The dependents refreshed ON COMMIT: an index of the catalog's triggers, one
+        marker file each under ``immediate/``, so that a captured write finds them with a
+        listing instead of a metastore lookup per dependent (the catalog decides: a marker
+        of a view no longer ON COMMIT, left by a crash, is ignored and removed)."""
+        names = fs.list_names(self.spark, f"{self.root}/immediate")
+        return [name for name in names if not fs.is_hidden(name)]
+
+    def set_immediate(self, view: str, immediate: bool) -> None:
+        marker = f"{self.root}/immediate/{view}"
+        if immediate:
+            fs.publish_text(self.spark, marker, "")  # False: already there
+        else:
+            fs.remove(self.spark, marker)
 
     # -- reading -------------------------------------------------------------------------
 

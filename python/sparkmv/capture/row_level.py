@@ -53,7 +53,7 @@ from sparkmv.capture.files import (
     spec_path,
     unit_base,
 )
-from sparkmv.capture.tracking import Tracking
+from sparkmv.capture.tracking import Tracking, immediate_views
 from sparkmv.catalog.views import CatalogEntry
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
@@ -125,6 +125,15 @@ class RowLevelSummary:
         return (changed, self.counts[UPDATE], self.counts[DELETE], self.counts[INSERT])
 
 
+@dataclass(frozen=True)
+class RowLevelResult:
+    """A row-level write's result row (``num_affected_rows`` and, for MERGE, the updated,
+    deleted and inserted counts), and the views to refresh ON COMMIT after it."""
+
+    row: tuple[int, ...]
+    immediate: list[TableName]
+
+
 def run_row_level_write(
     tracking: Tracking,
     kind: str,
@@ -132,9 +141,9 @@ def run_row_level_write(
     frame: Any,
     unsupported: str,
     assigned: tuple[str, ...] = (),
-) -> tuple[int, ...]:
-    """Runs the statement; its result row (``num_affected_rows`` and, for MERGE, the
-    updated, deleted and inserted counts). ``assigned``: the columns an UPDATE assigns."""
+) -> RowLevelResult:
+    """Runs the statement; its ``RowLevelResult``. ``assigned``: the columns an UPDATE
+    assigns."""
     if unsupported:
         raise SparkMvError(
             ErrorClass.ROW_LEVEL_WRITE_NOT_SUPPORTED,
@@ -152,11 +161,13 @@ def run_row_level_write(
     if kind == MERGE:
         check_merge_cardinality(changes, table)
     summary = summarize(changes)
+    immediate: list[TableName] = []
     if summary.affected_files or summary.counts[INSERT]:
         write = CopyOnWrite(tracking, kind, table, entry, log, before, changes, summary)
         write.assigned = assigned if kind == UPDATE_STATEMENT else None
         write.run()
-    return summary.result if kind == MERGE else summary.result[:1]
+        immediate = immediate_views(log) if log is not None else []
+    return RowLevelResult(summary.result if kind == MERGE else summary.result[:1], immediate)
 
 
 def check_merge_cardinality(changes: RowChanges, table: TableName) -> None:

@@ -145,6 +145,7 @@ class Tracking:
         if entry is None or keys.TRACKING_LOG not in entry.properties:
             return
         log = self._log(entry)
+        log.set_immediate(str(view), False)
         log.remove_dependent(str(view))
         listed = _listed_dependents(entry)
         remaining = (set(listed) - {str(view)}) | set(log.dependents())
@@ -198,3 +199,9 @@ def _listed_dependents(entry: CatalogEntry | None) -> list[str]:
     record before they moved into the change log)."""
     properties = entry.properties if entry is not None else {}
     return list(json.loads(properties.get(keys.TRACKING_DEPENDENTS, "[]")))
+
+
+def immediate_views(log: ChangeLog) -> list[TableName]:
+    """The views ``log``'s table lists for refresh ON COMMIT
+    (``ChangeLog.immediate_dependents``)."""
+    return [TableName.parse_qualified(view) for view in log.immediate_dependents()]

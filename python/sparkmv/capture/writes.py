@@ -36,7 +36,7 @@ from pyspark.sql import SparkSession
 from sparkmv import fs
 from sparkmv.capture.change_log import ChangeLog, FileRef
 from sparkmv.capture.files import TableFiles, table_files_from_listing, unit_base
-from sparkmv.capture.tracking import Tracking
+from sparkmv.capture.tracking import Tracking, immediate_views
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.views import CatalogEntry, entry_from_description
 from sparkmv.parse.statements import TableName
@@ -155,9 +155,10 @@ class WriteCapture:
             kept.append(entry.properties[keys.TRACKING_LOG])
         return kept
 
-    def after(self, table: TableName, detail: str) -> None:
+    def after(self, table: TableName, detail: str) -> list[TableName]:
         """Log the write of ``detail`` (its token, or a file write's token and files after
-        it) as one commit, if it changed the table's files."""
+        it) as one commit, if it changed the table's files; return the views to refresh ON
+        COMMIT after it (the log's ``immediate_dependents``; none if nothing changed)."""
         facts = _carried(detail)
         token = str(facts["token"]) if facts is not None else detail
         if token in self._dropping:
@@ -165,10 +166,18 @@ class WriteCapture:
             if self.tracking.catalog.entry(table) is None:
                 for path in kept:
                     fs.remove(self.spark, path)
-            return
+            return []
         write = self._in_flight.pop(token, None)
         if write is None:
-            return
+            return []
+        if self._commit(table, write, facts):
+            return immediate_views(write.log)
+        return []
+
+    def _commit(
+        self, table: TableName, write: _WriteInFlight, facts: dict[str, Any] | None
+    ) -> bool:
+        """Log ``write`` as one commit; False if it changed nothing."""
         entry: CatalogEntry | None
         if facts is not None and write.file_write:
             # A file write changes no catalog entry: its location, schema and properties
@@ -210,9 +219,9 @@ class WriteCapture:
                 complete=False,
                 reason=problem,
             )
-            return
+            return True
         if not added and not removed and not vanished:
-            return
+            return False
         write.log.commit(
             "OVERWRITE" if removed else "INSERT",
             after,
@@ -221,6 +230,7 @@ class WriteCapture:
             retired_files=kept_links,
             preserved=moved,
         )
+        return True
 
     def abort(self, token: str) -> None:
         """The write failed: nothing to log."""

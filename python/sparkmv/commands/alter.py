@@ -10,12 +10,14 @@ from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands import create
 from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.commands.on_commit import check_immediate, mark_immediate
 from sparkmv.parse.statements import (
     AlterQueryStatement,
     AlterRefreshStatement,
     ColumnSpec,
     CreateStatement,
     RefreshClause,
+    RefreshTrigger,
 )
 from sparkmv.plan.refresh_plan import check_policy, view_query
 
@@ -23,13 +25,21 @@ RESULT_SCHEMA = ""
 
 
 def run_set_refresh(context: CommandContext, statement: AlterRefreshStatement) -> Rows:
-    """Change the policy and/or trigger; metadata only, the data stays as it is."""
+    """Change the policy and/or trigger; metadata only, the data stays as it is (a view
+    turned ON COMMIT is refreshed by the next write to a base table, or by REFRESH)."""
     view = context.catalog.get(context.catalog.resolve(statement.name))
-    create.check_trigger(statement.refresh.trigger)
     policy = statement.refresh.policy or view.policy
     check_policy(view.name, policy, view_query(context.spark, view).maintainability)
-    updated = view.with_changes(policy=policy, trigger=statement.refresh.trigger or view.trigger)
+    trigger = statement.refresh.trigger or view.trigger
+    updated = view.with_changes(policy=policy, trigger=trigger)
+    immediate = trigger is RefreshTrigger.ON_COMMIT
+    bases = context.start_tracking(view.name, view.base_tables)
+    if immediate:
+        check_immediate(view.name, bases)
+        mark_immediate(bases, view.name, True)  # before the commit: the catalog decides
     context.catalog.commit(updated, snapshot.view_text(updated))
+    if not immediate:
+        mark_immediate(bases, view.name, False)
     return []
 
 

@@ -23,6 +23,7 @@ from sparkmv.capture.tracking import BaseTable, positions, schemas
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata, RefreshStats
 from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.commands.on_commit import check_immediate, mark_immediate
 from sparkmv.config import STORAGE_BUCKETS_CONF
 from sparkmv.delta.engine import BaseState
 from sparkmv.delta.rules import delta_engine
@@ -68,7 +69,6 @@ def run(context: CommandContext, statement: CreateStatement) -> Rows:
 def plan_create(context: CommandContext, statement: CreateStatement) -> CreatePlan | None:
     """Check ``statement``; None when IF NOT EXISTS finds the name taken (nothing to do)."""
     name = context.catalog.resolve(statement.name)
-    check_trigger(statement.refresh.trigger)
     check_user_properties(statement.properties)
     replaces: MvMetadata | None = None
     if context.catalog.entry(name) is not None:
@@ -115,6 +115,15 @@ def execute_create(
         # A crash between an earlier DROP's catalog change and its file removal leaves data.
         snapshot.remove_path(context.spark, root)
     bases = context.start_tracking(plan.name, plan.query.base_tables)  # before reading
+    immediate = plan.trigger is RefreshTrigger.ON_COMMIT
+    if immediate:
+        try:
+            check_immediate(plan.name, bases)
+        except SparkMvError:
+            if plan.replaces is None:
+                context.stop_tracking(plan.name, plan.query.base_tables)
+            raise
+        mark_immediate(bases, plan.name, True)  # before the commit: the catalog decides
     buckets = int(context.spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
     layout = storage_layout(plan.policy, plan.maintainability, bases, buckets)
     data = plan.data
@@ -157,6 +166,8 @@ def execute_create(
     except BaseException:
         snapshot.remove_path(context.spark, path)
         raise
+    if not immediate:
+        mark_immediate(bases, plan.name, False)  # a replaced ON COMMIT view's markers
     if plan.replaces is not None:
         snapshot.remove_snapshots(context.spark, root, keep=[plan.replaces.snapshot, path])
         dropped = set(plan.replaces.base_tables) - set(plan.query.base_tables)
@@ -171,15 +182,6 @@ def checked_schemas(spark: SparkSession, plan: CreatePlan, bases: list[BaseTable
     if not plan.maintainability.incremental or base_schemas is None:
         return ""
     return schemas_key(spark, plan.query.text, plan.database, base_schemas)
-
-
-def check_trigger(trigger: RefreshTrigger | None) -> None:
-    if trigger is RefreshTrigger.ON_COMMIT:
-        raise SparkMvError(
-            ErrorClass.MATERIALIZED_VIEW_UNSUPPORTED_FEATURE,
-            feature="REFRESH ON COMMIT (maintenance inside every write to a base table)",
-            hint="Use ON DEMAND (the default) and run REFRESH MATERIALIZED VIEW.",
-        )
 
 
 def check_user_properties(properties: dict[str, str]) -> None:
