@@ -122,3 +122,49 @@ def test_crash_during_refresh_recovers(tmp_path: Path) -> None:
     assert "ROWS [1, 2, 3]\nCOUNT 2\nROWS [1, 2, 3]\nCOUNT 3" in checked.stdout, checked.stdout
     snapshots = list((warehouse / "_sparkmv" / "default" / "v").iterdir())
     assert len(snapshots) == 2
+
+
+ON_COMMIT_SCRIPT = """
+import sys, sparkmv
+spark = sparkmv.session(sys.argv[1])
+step = sys.argv[2]
+if step == "setup":
+    spark.sql("CREATE TABLE t (a INT) USING parquet")
+    spark.sql("INSERT INTO t VALUES (1), (2)")
+    spark.sql("CREATE MATERIALIZED VIEW v REFRESH ON COMMIT AS SELECT a FROM t")
+elif step.startswith("insert "):
+    spark.sql(f"INSERT INTO t VALUES ({step.split()[1]})")
+info = {r.col_name: r.data_type
+        for r in spark.sql("DESCRIBE MATERIALIZED VIEW EXTENDED v").collect()}
+print("ROWS", sorted(r.a for r in spark.table("v").collect()))
+print("UP TO DATE", info["Up To Date"].split(":")[0])
+spark.stop()
+"""
+
+
+def test_a_crash_between_a_write_and_its_on_commit_refresh(tmp_path: Path) -> None:
+    """The write stands, the view keeps its last contents and says it is stale; the next
+    write brings it up to date."""
+    warehouse = tmp_path / "warehouse"
+
+    def step(name: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
+        env = python_env()
+        env.pop(CRASH_AT_ENV, None)
+        if crash_at:
+            env[CRASH_AT_ENV] = crash_at
+        command = [sys.executable, "-c", ON_COMMIT_SCRIPT, str(warehouse), name]
+        return subprocess.run(
+            command, capture_output=True, text=True, env=env, timeout=300, check=False
+        )
+
+    setup = step("setup")
+    assert setup.returncode == 0, setup.stderr
+    assert "ROWS [1, 2]\nUP TO DATE yes" in setup.stdout, setup.stdout
+    crashed = step("insert 3", "on_commit.before_refresh")
+    assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr
+    stale = step("check")
+    assert stale.returncode == 0, stale.stderr
+    assert "ROWS [1, 2]\nUP TO DATE no (stale)" in stale.stdout, stale.stdout
+    caught_up = step("insert 4")
+    assert caught_up.returncode == 0, caught_up.stderr
+    assert "ROWS [1, 2, 3, 4]\nUP TO DATE yes" in caught_up.stdout, caught_up.stdout

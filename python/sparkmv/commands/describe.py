@@ -12,8 +12,8 @@ from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.errors import SparkMvError
-from sparkmv.parse.statements import DescribeStatement
-from sparkmv.plan.refresh_plan import log_obstacle, plan_refresh
+from sparkmv.parse.statements import DescribeStatement, RefreshTrigger
+from sparkmv.plan.refresh_plan import changed_tables, log_obstacle, plan_refresh
 
 RESULT_SCHEMA = "col_name STRING, data_type STRING, comment STRING"
 SECTION = "# Materialized View Information"
@@ -77,10 +77,31 @@ def next_refresh(
     except (SparkMvError, PySparkException) as error:
         message = str(error).split("\n", 1)[0]  # without the JVM's stack trace
         return [("Next Refresh Mode", "none: it would fail"), ("Next Refresh Reason", message)]
-    rows = [("Next Refresh Mode", plan.mode.value), ("Next Refresh Reason", plan.reason)]
+    rows = [
+        ("Up To Date", up_to_date(view, bases)),
+        ("Next Refresh Mode", plan.mode.value),
+        ("Next Refresh Reason", plan.reason),
+    ]
     if plan.cost is not None:
         rows.append(("Next Refresh Cost", plan.cost.summary()))
     return rows
+
+
+def up_to_date(view: MvMetadata, bases: list[BaseTable]) -> str:
+    """Whether the view shows its query's result over its base tables now, as their change
+    logs tell: stale once a base table changed since its last refresh (for an ON COMMIT
+    view, only when its refresh after a write failed or was cut short)."""
+    for base in bases:
+        if base.log is None or base.problem:
+            return f"unknown: the writes to base table {base.name} are not captured"
+    if not changed_tables(view, bases) and not any(log_obstacle(view, b) for b in bases):
+        return "yes"
+    if view.trigger is RefreshTrigger.ON_COMMIT:
+        return (
+            "no (stale): an ON COMMIT refresh after a write failed or was interrupted; the "
+            "next write to a base table or REFRESH catches it up"
+        )
+    return "no: a base table changed since the last refresh"
 
 
 def information(

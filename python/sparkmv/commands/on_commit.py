@@ -8,8 +8,10 @@ the write just logged, under the view's policy, and committed on its own. So a r
 the statement sees the views current; a reader during it may see the table changed and a view
 not yet (the two commits are separate, each atomic). A refresh that fails leaves the write
 committed and the view as of its last refresh (consistent, not current): the statement fails
-with ``MATERIALIZED_VIEW_ON_COMMIT_REFRESH_FAILED``, saying so, and the next refresh catches
-the view up.
+with ``MATERIALIZED_VIEW_ON_COMMIT_REFRESH_FAILED``, saying so. So does a process that dies
+between the two commits, silently: either way DESCRIBE EXTENDED shows the view stale (``Up To
+Date``), and the next write to a base table, or REFRESH, catches it up. A read does not: it
+reads the view's snapshot as Spark reads any view.
 
 Which views to refresh, the table's change log lists (``ChangeLog.immediate_dependents``,
 kept by CREATE, ALTER and DROP); the catalog decides: a listed view no longer ON COMMIT is
@@ -24,6 +26,7 @@ from sparkmv.capture.tracking import BaseTable
 from sparkmv.commands import refresh
 from sparkmv.commands.context import CommandContext
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import RefreshStatement, RefreshTrigger, TableName
 
 
@@ -35,6 +38,7 @@ def refresh_immediate_views(
         metadata = context.catalog.find(view)
         if metadata is None or metadata.trigger is not RefreshTrigger.ON_COMMIT:
             continue
+        checkpoint("on_commit.before_refresh")  # the write is committed, the view not yet
         try:
             refresh.run(context, RefreshStatement(view))
         except Exception as error:
