@@ -8,7 +8,7 @@ SERVER_INSTALLED := $(VENV)/.installed-server
 JAR := python/sparkmv/jars/sparkmv-shim.jar
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger golden lint jar bench bench-capture bench-refresh bench-irrelevance bench-tpch bench-crossover clean
+.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger golden lint jar bench bench-capture bench-on-commit bench-refresh bench-irrelevance bench-tpch bench-crossover clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -71,6 +71,10 @@ bench: $(INSTALLED) $(JAR)
 # Change capture: tracked vs untracked INSERT of 1M rows; DELETE of 0.1% of 10M rows.
 bench-capture: $(INSTALLED) $(JAR)
 	$(PY) bench/capture.py
+
+# A single-row INSERT with an ON COMMIT aggregate view vs with an ON DEMAND one (1M rows).
+bench-on-commit: $(INSTALLED) $(JAR)
+	$(PY) bench/on_commit.py
 
 # Incremental vs full refresh after 0.1% inserted + 0.1% deleted, fact of 1M and 10M rows.
 bench-refresh: $(INSTALLED) $(JAR)

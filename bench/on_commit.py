@@ -1,0 +1,64 @@
+"""What immediate maintenance costs a write, from one run (issue: ON COMMIT).
+
+The median single-row ``INSERT`` into a table of N rows (default 1M) read by one aggregate
+view refreshed ``ON COMMIT``, against the same ``INSERT`` into an identical table whose view is
+refreshed ``ON DEMAND`` (the write is captured either way). The ratio is what the write pays
+for a view that is current when the statement returns; pg_ivm measures 1.7x. Each view is
+checked against its query at the end.
+
+``python bench/on_commit.py [table_rows] [inserts]`` (defaults 1M rows, 9 inserts).
+Not a test: nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+
+from common import Timed, bench_session, measure, mismatch, print_header
+from pyspark.sql import SparkSession
+
+VIEW = "SELECT k, count(*) AS n, sum(v) AS total FROM {table} GROUP BY k"
+
+
+def load(spark: SparkSession, table: str, rows: int) -> None:
+    spark.sql(f"CREATE TABLE {table} (id BIGINT, k INT, v BIGINT) USING parquet")
+    spark.sql(f"INSERT INTO {table} SELECT id, CAST(id % 1000 AS INT), id % 97 FROM range({rows})")
+
+
+def main() -> None:
+    rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
+    inserts = int(sys.argv[2]) if len(sys.argv) > 2 else 9
+    spark = bench_session(tempfile.mkdtemp(prefix="sparkmv-bench-on-commit-"))
+    spark.sql("CREATE DATABASE bench_on_commit")
+    spark.sql("USE bench_on_commit")
+    timed = {"ON COMMIT": Timed(), "ON DEMAND": Timed()}
+    for trigger, table in (("ON COMMIT", "immediate"), ("ON DEMAND", "deferred")):
+        load(spark, table, rows)
+        spark.sql(
+            f"CREATE MATERIALIZED VIEW {table}_view REFRESH {trigger} AS "
+            + VIEW.format(table=table)
+        )
+    for i in range(inserts + 1):  # the first of each is a warm-up
+        for trigger, table in (("ON COMMIT", "immediate"), ("ON DEMAND", "deferred")):
+            into = timed[trigger] if i else Timed()
+            measure(spark, f"INSERT INTO {table} VALUES ({rows + i}, {i % 7}, {i})", into)
+    spark.sql("REFRESH MATERIALIZED VIEW deferred_view").collect()
+    print(f"\nsingle-row INSERT into a {rows:,}-row table read by one aggregate view")
+    print_header(f"{'view refreshed':<16} {'median s':>9} {'jobs':>5}")
+    for trigger, samples in timed.items():
+        jobs = statistics.median(samples.jobs)
+        print(f"{trigger:<16} {statistics.median(samples.samples):>9.3f} {jobs:>5.0f}")
+    ratio = statistics.median(timed["ON COMMIT"].samples) / statistics.median(
+        timed["ON DEMAND"].samples
+    )
+    print(f"\nON COMMIT / ON DEMAND: {ratio:.2f}x (target <= 2x; pg_ivm 1.7x)")
+    for table in ("immediate", "deferred"):
+        found = mismatch(spark, f"{table}_view", VIEW.format(table=table))
+        print(f"{table}_view: {'OK' if found is None else 'WRONG ' + found}")
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
