@@ -51,9 +51,7 @@ VIEWS = [
     ViewCase("union_all", "SELECT b FROM {r} UNION ALL SELECT b FROM {s}"),
     ViewCase("union", "SELECT b FROM {r} UNION SELECT b FROM {s} WHERE c <> 'x'"),
     ViewCase("global_aggregate", "SELECT COUNT(*) AS n, AVG(a) AS mean FROM {r}"),
-    ViewCase(
-        "left_join", "SELECT {r}.a, {s}.c FROM {r} LEFT JOIN {s} ON {r}.b = {s}.b", "LEFT JOIN"
-    ),
+    ViewCase("left_join", "SELECT {r}.a, {s}.c FROM {r} LEFT JOIN {s} ON {r}.b = {s}.b"),
     ViewCase("except_all", "SELECT b FROM {r} EXCEPT ALL SELECT b FROM {s}", "EXCEPT ALL"),
 ]
 

@@ -635,6 +635,244 @@ def aggregate_views(draw: Draw) -> View:
     return AggregateViewBuilder(draw).view()
 
 
+# The scalar subqueries' aggregates by argument kind ({x} is the argument) and result kind.
+SCALAR_AGGREGATES: dict[Kind, tuple[tuple[str, Kind], ...]] = {
+    "int": (
+        ("COUNT(*)", "int"),
+        ("COUNT({x})", "int"),
+        ("SUM({x})", "int"),
+        ("MIN({x})", "int"),
+        ("MAX({x})", "int"),
+        ("AVG({x})", "int"),
+    ),
+    "str": (("COUNT({x})", "int"), ("MIN({x})", "str"), ("MAX({x})", "str")),
+}
+OUTER_JOINS = ("LEFT JOIN", "LEFT OUTER JOIN", "RIGHT JOIN", "FULL OUTER JOIN", "FULL JOIN")
+
+
+class SubqueryViewBuilder(ViewBuilder):
+    """Draws a view with subqueries or outer joins (issue 24) over the base tables, each
+    occurrence aliased and every column qualified (a bare name in a subquery would bind to
+    its own FROM first, SQL's rule; qualified, the intent is plain):
+
+    - ``WHERE`` conjuncts ``[NOT] EXISTS (...)`` (now and then with a subquery of its own),
+      ``x [NOT] IN (SELECT y ...)`` (now and then over an aggregate, uncorrelated) and
+      comparisons with scalar subqueries, now and then under ``OR``, and such predicates as
+      values of the select list;
+    - scalar subqueries (``COUNT(*)``, ``COUNT``, ``SUM``, ``MIN``, ``MAX``, ``AVG``) in the
+      select list, and an uncorrelated one in ``HAVING``;
+    - correlation by equalities (``=``, ``<=>``), by other comparisons, by a condition on
+      the outer row alone besides, or none;
+    - ``LEFT``/``RIGHT``/``FULL`` outer joins with extra ``ON`` conditions (over one side or
+      both), chains of them, an aggregate above them (``COUNT`` of a padded column), and
+      ``LEFT SEMI`` / ``LEFT ANTI`` joins.
+    """
+
+    def render_ref(self, scope: Sequence[Source], source: Source, column: Column) -> str:
+        return column.name if source.qualifier is None else f"{source.qualifier}.{column.name}"
+
+    def source(self, prefix: str) -> tuple[str, Source]:
+        table = self.pick(TABLES)
+        alias = self.fresh(prefix)
+        return f"{table.name} AS {alias}", Source(alias, table.columns)
+
+    def items(self, scope: Sequence[Source]) -> list[str]:
+        """One to three columns of ``scope`` (or expressions over them), aliased ``x<n>``."""
+        items = []
+        for _ in range(self.draw(st.integers(1, 3))):
+            kind: Kind = self.pick(["int", "int", "str"])
+            ref = self.column_ref(scope, kind)
+            text = ref[0] if ref is not None and not self.chance(0.2) else self.expr(scope, kind)
+            items.append(f"{text} AS {self.fresh('x')}")
+        return items
+
+    def correlation(self, inner: Source, outer: Sequence[Source]) -> list[str]:
+        """The conditions of a subquery's WHERE: a correlation with ``outer`` (an equality,
+        another comparison, an equality and a condition on the outer row alone, or none),
+        and now and then a condition on ``inner`` alone."""
+        style = self.pick(["equi", "equi", "equi_and_outer", "none", "other", "other"])
+        self.took(f"correlation: {style}")
+        pairs = [
+            (ic, source, oc)
+            for ic in inner.columns
+            for source in outer
+            for oc in source.columns
+            if ic.kind == oc.kind
+        ]
+        conditions = []
+        if style != "none" and pairs:
+            ic, source, oc = self.pick(pairs)
+            left, right = f"{inner.qualifier}.{ic.name}", f"{source.qualifier}.{oc.name}"
+            if style == "other":
+                op = self.pick(["<", "<>", ">="])
+            else:
+                op = "<=>" if self.chance(0.2) else "="
+            conditions.append(f"{left} {op} {right}")
+        if style == "equi_and_outer":
+            conditions.append(self.pred(outer))
+        if self.chance(0.5):
+            conditions.append(self.pred([inner]))
+        return conditions
+
+    def where(self, conditions: list[str]) -> str:
+        return " WHERE " + " AND ".join(f"({c})" for c in conditions) if conditions else ""
+
+    def scalar_subquery(self, outer: Sequence[Source], correlated: bool = True) -> tuple[str, Kind]:
+        """A scalar subquery (one aggregate) and its result's kind."""
+        text, inner = self.source("i")
+        kind: Kind = self.pick(["int", "int", "str"])
+        call, result = self.pick(SCALAR_AGGREGATES[kind])
+        argument = self.expr([inner], kind, 1)
+        self.took(f"scalar: {call.partition('(')[0]}")
+        value = call.format(x=argument)
+        if self.chance(0.15) and result == "int":
+            value = f"coalesce({value}, 0) + 1"  # an expression of the aggregate
+        conditions = self.correlation(inner, outer) if correlated else [self.pred([inner])]
+        return f"(SELECT {value} FROM {text}{self.where(conditions)})", result
+
+    def subquery_predicate(self, outer: Sequence[Source]) -> str:
+        """``[NOT] EXISTS``, ``[NOT] IN`` or a comparison with a scalar subquery."""
+        kind = self.pick(["EXISTS", "NOT EXISTS", "IN", "NOT IN", "scalar"])
+        self.took(f"subquery: {kind}")
+        if kind == "scalar":
+            subquery, result = self.scalar_subquery(outer)
+            ref = self.column_ref(outer, result)
+            if ref is None or self.chance(0.2):
+                return f"{subquery} IS NULL"
+            return f"{ref[0]} {self.pick(['<', '>=', '=', '<>'])} {subquery}"
+        text, inner = self.source("i")
+        if kind.endswith("EXISTS"):
+            conditions = self.correlation(inner, outer)
+            if self.chance(0.2):  # a subquery in the subquery, correlated with its rows
+                self.took("nested subquery")
+                conditions.append(self.subquery_predicate([inner]))
+            return f"{kind} (SELECT {self.pick(['1', '*'])} FROM {text}{self.where(conditions)})"
+        value_kind: Kind = self.pick([c.kind for c in inner.columns])
+        needle = self.column_ref(outer, value_kind)
+        if needle is None:
+            needle = (self.literal(value_kind), Column("", value_kind))
+        if self.chance(0.15):  # uncorrelated, over an aggregate
+            self.took("IN over an aggregate")
+            group = self.column_ref([inner], None)
+            assert group is not None
+            call = "MAX" if self.chance(0.5) else "MIN"
+            value = f"{call}({self.expr([inner], value_kind, 1)})"
+            return f"{needle[0]} {kind} (SELECT {value} FROM {text} GROUP BY {group[0]})"
+        value = self.expr([inner], value_kind, 1)
+        conditions = self.correlation(inner, outer)
+        return f"{needle[0]} {kind} (SELECT {value} FROM {text}{self.where(conditions)})"
+
+    def filtered_view(self) -> View:
+        """``SELECT ... FROM one or two tables WHERE`` conjuncts with subqueries."""
+        first, source = self.source("o")
+        scope = [source]
+        text = first
+        if self.chance(0.3):
+            second, other = self.source("o")
+            text += f" JOIN {second} ON {self.join_condition(scope, other, [source, other])}"
+            scope.append(other)
+        conditions = [self.subquery_predicate(scope) for _ in range(self.pick([1, 1, 2]))]
+        if self.chance(0.25):  # a subquery under OR: a mark join
+            self.took("subquery under OR")
+            conditions[-1] = f"{self.pred(scope)} OR {conditions[-1]}"
+        if self.chance(0.4):
+            conditions.insert(0, self.pred(scope))
+        distinct = "DISTINCT " if self.chance(0.15) else ""
+        return View(
+            f"SELECT {distinct}{', '.join(self.items(scope))} FROM {text}{self.where(conditions)}"
+        )
+
+    def selected_view(self) -> View:
+        """Scalar subqueries in the select list."""
+        first, source = self.source("o")
+        items = self.items([source])
+        for _ in range(self.pick([1, 1, 2])):
+            self.took("scalar in the select list")
+            subquery, _ = self.scalar_subquery([source], correlated=not self.chance(0.2))
+            items.append(f"{subquery} AS {self.fresh('x')}")
+        if self.chance(0.3):  # a predicate's value: a mark join
+            self.took("predicate subquery in the select list")
+            items.append(f"{self.subquery_predicate([source])} AS {self.fresh('x')}")
+        conditions = [self.pred([source])] if self.chance(0.3) else []
+        return View(f"SELECT {', '.join(items)} FROM {first}{self.where(conditions)}")
+
+    def having_view(self) -> View:
+        """An aggregate with an uncorrelated scalar subquery in HAVING."""
+        self.took("scalar in HAVING")
+        first, source = self.source("o")
+        group = self.column_ref([source], None)
+        assert group is not None
+        subquery, result = self.scalar_subquery([], correlated=False)
+        if result == "str":
+            subquery = f"coalesce(length({subquery}), 0)"
+        return View(
+            f"SELECT {group[0]} AS k, COUNT(*) AS n FROM {first} GROUP BY {group[0]}"
+            f" HAVING COUNT(*) * 2 >= {subquery}"
+        )
+
+    def outer_join_view(self) -> View:
+        """A chain of one or two joins, at least one outer, with extra ON conditions now and
+        then; sometimes an aggregate above (``COUNT`` of a column padded with NULLs)."""
+        first, source = self.source("o")
+        scope = [source]
+        text = first
+        for index in range(self.pick([1, 1, 2])):
+            item, other = self.source("o")
+            keyword = self.pick(OUTER_JOINS) if index == 0 or self.chance(0.5) else "JOIN"
+            self.took(f"join: {keyword.replace(' OUTER', '')}")
+            condition = self.join_condition(scope, other, [*scope, other])
+            if self.chance(0.4):
+                self.took("outer join: extra ON condition")
+                condition = (
+                    f"{condition} AND {self.pred(self.pick([[other], scope, [*scope, other]]))}"
+                )
+            text += f" {keyword} {item} ON {condition}"
+            scope.append(other)
+        if index == 1:
+            self.took("outer join: chain")
+        if self.chance(0.35):
+            self.took("outer join: aggregate above")
+            key = self.column_ref(scope[:1], None)
+            counted = self.column_ref(scope[1:], None)
+            assert key is not None and counted is not None
+            return View(
+                f"SELECT {key[0]} AS k, COUNT({counted[0]}) AS n, COUNT(*) AS m FROM {text}"
+                f" GROUP BY {key[0]}"
+            )
+        conditions = [self.pred(scope)] if self.chance(0.3) else []
+        return View(f"SELECT {', '.join(self.items(scope))} FROM {text}{self.where(conditions)}")
+
+    def semi_view(self) -> View:
+        """``LEFT SEMI JOIN`` / ``LEFT ANTI JOIN``: the left side's columns only."""
+        first, source = self.source("o")
+        item, other = self.source("o")
+        keyword = self.pick(["LEFT SEMI JOIN", "LEFT ANTI JOIN"])
+        self.took(f"join: {keyword}")
+        condition = self.join_condition([source], other, [source, other])
+        return View(
+            f"SELECT {', '.join(self.items([source]))} FROM {first} {keyword} {item} ON {condition}"
+        )
+
+    def view(self) -> View:
+        shape = self.pick(["filter", "filter", "select", "outer", "outer", "semi", "having"])
+        if shape == "filter":
+            drawn = self.filtered_view()
+        elif shape == "select":
+            drawn = self.selected_view()
+        elif shape == "outer":
+            drawn = self.outer_join_view()
+        elif shape == "semi":
+            drawn = self.semi_view()
+        else:
+            drawn = self.having_view()
+        return View(drawn.query, branches=frozenset(self.branches))
+
+
+@st.composite
+def subquery_views(draw: Draw) -> View:
+    return SubqueryViewBuilder(draw).view()
+
+
 @dataclass(frozen=True)
 class View:
     query: str

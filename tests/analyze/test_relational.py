@@ -102,10 +102,31 @@ def test_self_join_scans_get_distinct_names() -> None:
         ("SELECT a, rand() FROM r", "RAND"),
         ("SELECT a, uuid() FROM r", "UUID"),
         ("SELECT a, current_timestamp() FROM r", "CURRENT_TIMESTAMP"),
-        ("SELECT * FROM r LEFT JOIN s ON r.b = s.b", "LEFT JOIN"),
+        ("SELECT * FROM r LEFT JOIN s ON r.b = (SELECT max(b) FROM s)", "subquery"),
         ("SELECT a FROM r EXCEPT ALL SELECT b FROM s", "EXCEPT ALL"),
         ("SELECT a FROM r INTERSECT ALL SELECT b FROM s", "INTERSECT ALL"),
-        ("SELECT a FROM r WHERE b IN (SELECT b FROM s)", "subquery"),
+        (
+            "SELECT b, count(*) FROM r GROUP BY b HAVING EXISTS (SELECT 1 FROM s WHERE s.b > 1)",
+            "EXISTS / IN \\(subquery\\) in the select list or HAVING",
+        ),
+        ("SELECT a FROM r WHERE (a, b) IN (SELECT b, b FROM s)", "several columns"),
+        ("SELECT a, (SELECT b FROM s WHERE s.b = r.b) FROM r", "not one aggregate value"),
+        ("SELECT a, (SELECT max(b) FROM s GROUP BY c) FROM r", "may return several rows"),
+        (
+            "SELECT a, (SELECT max(s.b) FROM s WHERE s.b = r.b GROUP BY s.c) FROM r",
+            "grouped by other than its correlation keys",
+        ),
+        ("SELECT a FROM r WHERE EXISTS (SELECT count(*) FROM s WHERE s.b = r.b)", "aggregate"),
+        (
+            "SELECT a FROM r WHERE EXISTS (SELECT 1 FROM s WHERE s.b = r.b LIMIT 1)",
+            "LIMIT",
+        ),
+        (
+            "SELECT b, sum(a) FROM r GROUP BY b HAVING sum(a) > (SELECT sum(s.b) FROM s"
+            " WHERE s.b = r.b)",
+            "correlated subquery in the select list or HAVING",
+        ),
+        ("SELECT a FROM r WHERE a > ALL (SELECT b FROM s)", "subquery"),
         ("SELECT a, row_number() OVER (ORDER BY a) FROM r", "window"),
         ("SELECT explode(array(a)) FROM r", "generator"),
         ("SELECT 1 AS one", "without FROM"),
@@ -166,13 +187,14 @@ def test_a_column_neither_grouped_nor_aggregated_is_refused() -> None:
         build("SELECT a, count(*) FROM r GROUP BY b")
 
 
-def test_a_subquery_in_having_is_named_as_such() -> None:
-    """Not its own correlated-looking columns reported as neither grouped nor aggregated."""
-    with pytest.raises(NotMaintainableError, match="subquery in an expression"):
-        build(
-            "SELECT a, sum(b) AS s FROM r GROUP BY a"
-            " HAVING sum(b) > (SELECT sum(b) FROM r WHERE a > 0)"
-        )
+def test_an_uncorrelated_subquery_in_having_joins_the_aggregate() -> None:
+    """Its own columns are not reported as neither grouped nor aggregated: the subquery is
+    a global aggregate (one row) joined to every group, under the HAVING filter."""
+    root, _ = build(
+        "SELECT a, sum(b) AS s FROM r GROUP BY a HAVING sum(b) > (SELECT sum(b) FROM r WHERE a > 0)"
+    )
+    joined = "Join(Aggregate(Scan(db.r)), Aggregate(Filter(Scan(db.r))))"
+    assert shape(root) == f"Project(Filter({joined}))"
 
 
 @pytest.mark.parametrize(

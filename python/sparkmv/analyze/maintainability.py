@@ -102,10 +102,10 @@ def analyze_maintainability(
     except NotMaintainableError as error:
         return not_maintainable(str(error))
     except (SqlglotError, AssertionError) as error:  # qualify asserts on some shapes
-        construct = find_expression_subquery(query.tree)
-        if construct:  # what the user can act on, rather than sqlglot's complaint
-            return not_maintainable(construct)
         first_line = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
+        construct = find_expression_subquery(query.tree)
+        if construct:  # what the user can act on, besides sqlglot's complaint
+            return not_maintainable(f"a {construct} that sqlglot cannot resolve ({first_line})")
         return Maintainability(False, f"sqlglot cannot resolve the query ({first_line})")
     grouped = any(isinstance(node, Aggregate) for node in walk(root))
     construct = ""

@@ -1,12 +1,14 @@
-"""The view's query as relational operators: the IR the delta rules work on.
+"""The view's query as relational operators (``ir``): the IR the delta rules work on.
 
 A query of the maintainable class (DESIGN §6; Blakeley §5's ``π_X(σ_C(R_1 × … × R_p))``
 blocks, combined with ``UNION ALL``, ``UNION``, ``INTERSECT``, ``EXCEPT`` and ``DISTINCT``)
 becomes a tree of
 
 - ``Scan``: one occurrence of a base table (a self-join has two);
-- ``Join``: the cross product of its inputs restricted by the ``ON`` conditions (inner joins
-  only; comma and ``CROSS JOIN`` are joins without a condition);
+- ``Join``: the cross product of its inputs restricted by the ``ON`` conditions of inner
+  joins (comma and ``CROSS JOIN`` are joins without a condition); ``LEFT``/``RIGHT``/``FULL``
+  outer joins and ``LEFT SEMI``/``LEFT ANTI`` joins of what precedes them in FROM as in
+  ``decorrelate`` (an inner join, anti-joins ``L ∪ −(L ⋉ R)`` with ``Negate``, padding);
 - ``Filter`` (``WHERE``), ``Project`` (the select list, bag semantics);
 - ``Distinct`` (``SELECT DISTINCT``, and ``UNION`` as ``Distinct(UnionAll)``);
 - ``UnionAll`` (and ``INTERSECT``/``EXCEPT`` as an ``Aggregate`` of per-row counters of the
@@ -17,6 +19,17 @@ becomes a tree of
 
 Subqueries in ``FROM`` and non-recursive ``WITH`` are inlined (each reference to a CTE is
 its own subtree). ``ORDER BY`` without ``LIMIT`` is dropped: a view is a multiset.
+
+Subqueries in expressions are decorrelated (``decorrelate``): a conjunct of ``WHERE`` that is
+``[NOT] EXISTS`` or ``x [NOT] IN (subquery)`` becomes a semi-join, an anti-join or
+``not_in`` of the rows so far with the subquery's FROM (under its WHERE's conjuncts that
+read only its own columns; the others, over both, are the correlation); elsewhere (under
+OR, in a select list) one is a mark join, a boolean column of the rows so far. A scalar
+subquery (one aggregate value) in ``WHERE`` or a select list joins the rows so far with its
+aggregate, grouped by the correlation's keys (a left outer join; none when uncorrelated),
+and the expression reads its value there. In the select list or ``HAVING`` of an aggregate
+query only uncorrelated scalar ones are taken (joined to the groups). A rewrite renames the
+columns it passes on; the names in scope follow (``_rename``).
 
 Columns are renamed to internal names unique in the whole tree (``__c0``, ``__c1``, …), and
 every expression is rewritten to use them, so a self-join or a subquery alias needs no
@@ -35,120 +48,65 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from sparkmv.analyze.constructs import find_unsupported_expression, unsupported_select_clause
+from sparkmv.analyze.decorrelate import (
+    Grouping,
+    Side,
+    antijoin,
+    column,
+    empty_defaults,
+    equal,
+    exists_mark,
+    grouping,
+    names_in,
+    not_in,
+    not_in_mark,
+    outer_join,
+    renamed,
+    renaming,
+    semijoin,
+    split_conjuncts,
+    unique_left_join,
+)
+from sparkmv.analyze.ir import (
+    AGGREGATE_FUNCTIONS,
+    Aggregate,
+    AggregateCall,
+    Distinct,
+    Filter,
+    Join,
+    Negate,
+    Node,
+    NotMaintainableError,
+    Project,
+    Scan,
+    UnionAll,
+    children,
+    expressions,
+    read_columns,
+    scanned_tables,
+    walk,
+)
 
-
-class NotMaintainableError(Exception):
-    """The query has a construct incremental maintenance does not cover (the message names it)."""
-
-
-@dataclass(frozen=True, eq=False)
-class Scan:
-    table: str  # qualified, lower case: db.name
-    columns: tuple[str, ...]  # the table's column names, in schema order
-    outputs: tuple[str, ...]  # internal names, positionally
-    alias: str  # the name the query gave this occurrence (for EXPLAIN)
-
-
-@dataclass(frozen=True, eq=False)
-class Join:
-    inputs: tuple[Node, ...]
-    condition: exp.Expr | None
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        return tuple(name for node in self.inputs for name in node.outputs)
-
-
-@dataclass(frozen=True, eq=False)
-class Filter:
-    child: Node
-    predicate: exp.Expr
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        return self.child.outputs
-
-
-@dataclass(frozen=True, eq=False)
-class Project:
-    child: Node
-    expressions: tuple[exp.Expr, ...]
-    outputs: tuple[str, ...]
-
-
-@dataclass(frozen=True, eq=False)
-class Distinct:
-    child: Node
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        return self.child.outputs
-
-
-@dataclass(frozen=True, eq=False)
-class UnionAll:
-    children: tuple[Node, ...]
-    outputs: tuple[str, ...]
-
-
-AGGREGATE_FUNCTIONS: dict[type[exp.Expr], str] = {
-    exp.Count: "count",
-    exp.Sum: "sum",
-    exp.Avg: "avg",
-    exp.Min: "min",
-    exp.Max: "max",
-}
-
-
-@dataclass(frozen=True)
-class AggregateCall:
-    """One aggregate function of a view: ``function(argument)``; ``argument`` None is
-    ``COUNT(*)``; ``distinct`` is ``function(DISTINCT argument)``."""
-
-    function: str  # a value of AGGREGATE_FUNCTIONS
-    argument: exp.Expr | None
-    distinct: bool = False
-
-    def label(self) -> str:
-        """The call without its argument (whose columns have internal names), for EXPLAIN."""
-        if self.argument is None:
-            return "count(*)"
-        return f"{self.function}({'DISTINCT ' if self.distinct else ''}·)"
-
-    def sql(self) -> str:
-        if self.argument is None:
-            return "count(*)"
-        inner = self.argument.sql(dialect="spark")
-        return f"{self.function}({'DISTINCT ' if self.distinct else ''}{inner})"
-
-
-@dataclass(frozen=True, eq=False)
-class Aggregate:
-    """``γ_{keys; calls}(child)``: one row per group of ``keys`` (exactly one row when there
-    are no keys, even over no input), with the keys then the calls' values as outputs."""
-
-    child: Node
-    keys: tuple[exp.Expr, ...]
-    key_outputs: tuple[str, ...]
-    calls: tuple[AggregateCall, ...]
-    call_outputs: tuple[str, ...]
-
-    @property
-    def outputs(self) -> tuple[str, ...]:
-        return self.key_outputs + self.call_outputs
-
-
-Node = Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate
-
-
-def children(node: Node) -> tuple[Node, ...]:
-    if isinstance(node, Scan):
-        return ()
-    if isinstance(node, Join):
-        return node.inputs
-    if isinstance(node, UnionAll):
-        return node.children
-    return (node.child,)
+__all__ = [  # the IR, for the modules that read it through the builder's module
+    "AGGREGATE_FUNCTIONS",
+    "Aggregate",
+    "AggregateCall",
+    "Distinct",
+    "Filter",
+    "Join",
+    "Negate",
+    "Node",
+    "NotMaintainableError",
+    "Project",
+    "RelationalBuilder",
+    "Scan",
+    "UnionAll",
+    "children",
+    "expressions",
+    "read_columns",
+    "scanned_tables",
+    "walk",
+]
 
 
 def _aggregates(select: exp.Select) -> bool:
@@ -161,53 +119,6 @@ def _aggregates(select: exp.Select) -> bool:
         for projection in select.expressions
         for node in projection.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Select)))
     )
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """``node`` and every node below it, parents first."""
-    yield node
-    for child in children(node):
-        yield from walk(child)
-
-
-def scanned_tables(node: Node) -> set[str]:
-    return {scan.table for scan in walk(node) if isinstance(scan, Scan)}
-
-
-def expressions(node: Node) -> list[exp.Expr]:
-    """The expressions ``node`` evaluates (its predicate, condition, select list, keys and
-    aggregate arguments)."""
-    if isinstance(node, Filter):
-        return [node.predicate]
-    if isinstance(node, Join):
-        return [node.condition] if node.condition is not None else []
-    if isinstance(node, Project):
-        return list(node.expressions)
-    if isinstance(node, Aggregate):
-        return [*node.keys, *(c.argument for c in node.calls if c.argument is not None)]
-    return []
-
-
-def read_columns(root: Node) -> dict[str, set[str]]:
-    """Per base table, the columns the query reads (in any expression of any occurrence).
-
-    Every SELECT ends in a ``Project`` or an ``Aggregate``, so a scan's other columns never
-    leave the block they are scanned in: their values cannot change the query's result.
-    """
-    referenced = {
-        column.name
-        for node in walk(root)
-        for expression in expressions(node)
-        for column in expression.find_all(exp.Column)
-    }
-    read: dict[str, set[str]] = {}
-    for scan in walk(root):
-        if isinstance(scan, Scan):
-            names = read.setdefault(scan.table, set())
-            names.update(
-                c for c, o in zip(scan.columns, scan.outputs, strict=True) if o in referenced
-            )
-    return read
 
 
 @dataclass
@@ -331,26 +242,11 @@ class RelationalBuilder:
         clause = unsupported_select_clause(select)
         if clause:
             raise NotMaintainableError(clause)
-        source = select.args.get("from_") or select.args.get("from")
-        if not isinstance(source, exp.From):
-            raise NotMaintainableError("a query without FROM")
         scope: dict[str, _Relation] = {}
-        inputs = [self._from_item(source.this, ctes, scope)]
-        conditions: list[exp.Expr] = []
-        for join in select.args.get("joins") or []:
-            if join.side or join.kind not in ("", "INNER", "CROSS"):
-                kind = " ".join(part for part in (join.side, join.kind) if part)
-                raise NotMaintainableError(f"{kind} JOIN")
-            if join.args.get("using"):
-                raise NotMaintainableError("JOIN ... USING")
-            inputs.append(self._from_item(join.this, ctes, scope))
-            if join.args.get("on"):
-                conditions.append(join.args["on"])
-        condition = self._expression(exp.and_(*conditions), scope) if conditions else None
-        node: Node = inputs[0] if len(inputs) == 1 else Join(tuple(inputs), condition)
+        node = self._from(select, ctes, scope)
         where = select.args.get("where")
         if where is not None:
-            node = Filter(node, self._expression(where.this, scope))
+            node, _ = self._where(node, where.this, scope, ctes, None)
         projections = []
         for projection in select.expressions:
             if isinstance(projection, exp.Star) or (
@@ -360,9 +256,9 @@ class RelationalBuilder:
             projections.append(projection.unalias())
         names = [projection.alias_or_name.lower() for projection in select.expressions]
         if _aggregates(select):
-            node, expressions = self._aggregate(select, node, projections, scope)
+            node, expressions = self._grouped(select, node, projections, scope, ctes)
         else:
-            expressions = [self._expression(e, scope) for e in projections]
+            node, expressions = self._selected(node, projections, scope, ctes)
         node = Project(node, tuple(expressions), tuple(self._fresh() for _ in expressions))
         if select.args.get("distinct"):
             if select.args["distinct"].args.get("on"):
@@ -370,30 +266,408 @@ class RelationalBuilder:
             node = Distinct(node)
         return node, names
 
+    def _from(
+        self, select: exp.Select, ctes: dict[str, exp.Expr], scope: dict[str, _Relation]
+    ) -> Node:
+        """The FROM clause with its joins, its items' columns added to ``scope``: inner joins
+        as one ``Join`` (comma and ``CROSS JOIN`` without a condition), each outer, semi or
+        anti join of what precedes it with its right item as in ``decorrelate``."""
+        source = select.args.get("from_") or select.args.get("from")
+        if not isinstance(source, exp.From):
+            raise NotMaintainableError("a query without FROM")
+        inputs = [self._from_item(source.this, ctes, scope)]
+        conditions: list[exp.Expr] = []
+        for join in select.args.get("joins") or []:
+            if join.args.get("using"):
+                raise NotMaintainableError("JOIN ... USING")
+            kind = _join_kind(join)
+            aliases = set(scope)
+            right = self._from_item(join.this, ctes, scope)
+            on = join.args.get("on")
+            if kind == "inner":
+                inputs.append(right)
+                conditions.extend([on] if on is not None else [])
+                continue
+            left = self._inner_join(inputs, conditions, scope)
+            conjuncts = split_conjuncts(self._expression(on, scope)) if on is not None else []
+            inputs, conditions = (
+                [self._outer_join(left, right, conjuncts, kind, scope, aliases)],
+                [],
+            )
+        return self._inner_join(inputs, conditions, scope)
+
+    def _inner_join(
+        self, inputs: list[Node], conditions: list[exp.Expr], scope: dict[str, _Relation]
+    ) -> Node:
+        """The inner join of ``inputs`` under their ``ON`` ``conditions`` (one input: itself)."""
+        condition = self._expression(exp.and_(*conditions), scope) if conditions else None
+        return inputs[0] if len(inputs) == 1 else Join(tuple(inputs), condition)
+
+    def _outer_join(
+        self,
+        left: Node,
+        right: Node,
+        conjuncts: list[exp.Expr],
+        kind: str,
+        scope: dict[str, _Relation],
+        aliases: set[str],
+    ) -> Node:
+        """``left`` joined with ``right`` (an outer, semi or anti join, ``kind``), and the
+        columns in ``scope`` renamed to the result's; a semi or anti join's right item leaves
+        the scope (its columns are not in the result). ``aliases``: the scope's before
+        ``right`` entered it."""
+        if kind in ("semi", "anti"):
+            rewrite = semijoin if kind == "semi" else antijoin
+            node: Node = rewrite(left, right, conjuncts, self._fresh)
+            for alias in set(scope) - aliases:
+                del scope[alias]
+            _rename(scope, renaming(left.outputs, node))
+            return node
+        side: Side = "left" if kind == "left" else "right" if kind == "right" else "full"
+        node = outer_join(left, right, conjuncts, side, self._fresh)
+        _rename(scope, renaming((*left.outputs, *right.outputs), node))
+        return node
+
+    def _where(
+        self,
+        node: Node,
+        predicate: exp.Expr,
+        scope: dict[str, _Relation],
+        ctes: dict[str, exp.Expr],
+        outer: dict[str, _Relation] | None,
+    ) -> tuple[Node, list[exp.Expr]]:
+        """``node`` under the conjuncts of ``predicate`` (``WHERE``), and the conjuncts that
+        read columns of ``outer`` (a subquery's correlation, left to the caller). Plain
+        conjuncts filter first; then each with a subquery, as a semi-join, anti-join, ``NOT
+        IN`` or a join with a scalar subquery's aggregate (``_subquery_conjunct``)."""
+        outer_names = {name for r in (outer or {}).values() for name in r.columns.values()}
+        plain: list[exp.Expr] = []
+        correlated: list[exp.Expr] = []
+        subqueried: list[exp.Expr] = []
+        for conjunct in split_conjuncts(_negation_normal(predicate)):
+            if _has_subquery(conjunct):
+                subqueried.append(conjunct)
+                continue
+            resolved = self._expression(conjunct, scope, outer)
+            if names_in(resolved) & outer_names:
+                correlated.append(conjunct)
+            else:
+                plain.append(resolved)
+        if plain:
+            node = Filter(node, exp.and_(*plain))
+        for conjunct in subqueried:
+            node = self._subquery_conjunct(node, conjunct, scope, ctes)
+        # resolved last: a rewrite of a subquery conjunct renames the columns in scope
+        return node, [self._expression(c, scope, outer) for c in correlated]
+
+    def _subquery_conjunct(
+        self, node: Node, conjunct: exp.Expr, scope: dict[str, _Relation], ctes: dict[str, exp.Expr]
+    ) -> Node:
+        """``σ_conjunct(node)`` for a conjunct with a subquery: ``[NOT] EXISTS`` a semi- or
+        anti-join, ``x [NOT] IN (subquery)`` a semi-join or ``decorrelate.not_in``, anything
+        else a filter over ``node`` joined with its scalar subqueries' values. The columns in
+        ``scope`` are renamed to the result's."""
+        negated, test = _negation(conjunct)
+        if isinstance(test, exp.Exists):
+            body = self._exists_body(test.this, ctes, scope)
+            rewrite = antijoin if negated else semijoin
+            result: Node = rewrite(node, body.node, body.correlated, self._fresh)
+        elif isinstance(test, exp.In) and test.args.get("query") is not None:
+            result = self._in_subquery(node, test, negated, scope, ctes)
+        else:
+            return self._scalar_filter(node, conjunct, scope, ctes)
+        _rename(scope, renaming(node.outputs, result))
+        return result
+
+    def _in_subquery(
+        self,
+        node: Node,
+        test: exp.In,
+        negated: bool,
+        scope: dict[str, _Relation],
+        ctes: dict[str, exp.Expr],
+    ) -> Node:
+        """``x IN (SELECT y ...)``: ``node ⋉_{c ∧ x = y} R``; negated, ``decorrelate.not_in``."""
+        needle, right, value, correlated = self._in_operands(test, scope, ctes)
+        if negated:
+            return not_in(node, right, needle, value, correlated, self._fresh)
+        return semijoin(node, right, [*correlated, equal(needle, value)], self._fresh)
+
+    def _in_operands(
+        self, test: exp.In, scope: dict[str, _Relation], ctes: dict[str, exp.Expr]
+    ) -> tuple[exp.Expr, Node, exp.Expr, list[exp.Expr]]:
+        """``x IN (SELECT y FROM R WHERE c)``'s ``x`` (over ``scope``), ``R``, ``y`` and ``c``."""
+        if isinstance(test.this, exp.Tuple):
+            raise NotMaintainableError("IN (subquery) of several columns")
+        if _has_subquery(test.this):
+            raise NotMaintainableError("a subquery in the operand of IN (subquery)")
+        needle = self._expression(test.this, scope)
+        right, value, correlated = self._in_values(test.args["query"], ctes, scope)
+        return needle, right, value, correlated
+
+    def _in_values(
+        self, query: exp.Expr, ctes: dict[str, exp.Expr], outer: dict[str, _Relation]
+    ) -> tuple[Node, exp.Expr, list[exp.Expr]]:
+        """The rows ``R`` of an ``IN`` subquery, its value ``y`` over them and its correlation:
+        a plain SELECT's FROM and WHERE (correlated or not); any other query uncorrelated, as
+        a whole (``y`` its one column)."""
+        select = _unwrapped(query)
+        if isinstance(select, exp.Select) and not _aggregates(select):
+            if len(select.expressions) != 1:
+                raise NotMaintainableError("IN (subquery) of several columns")
+            body = self._subquery_body(select, ctes, outer)
+            value = self._expression(select.expressions[0].unalias(), body.scope)
+            return body.node, value, body.correlated
+        if _outer_qualifiers(select):
+            raise NotMaintainableError(
+                "a correlated IN (subquery) with GROUP BY, an aggregate or a set operation"
+            )
+        node, _ = self._query(select, ctes)
+        if len(node.outputs) != 1:
+            raise NotMaintainableError("IN (subquery) of several columns")
+        return node, column(node.outputs[0]), []
+
+    def _exists_body(
+        self, query: exp.Expr, ctes: dict[str, exp.Expr], outer: dict[str, _Relation]
+    ) -> _Body:
+        """The rows of an ``EXISTS`` subquery and its correlation (its select list is read by
+        nothing)."""
+        select = _unwrapped(query)
+        if not isinstance(select, exp.Select):
+            if _outer_qualifiers(select):
+                raise NotMaintainableError("a correlated EXISTS over a set operation")
+            node, _ = self._query(select, ctes)
+            return _Body(node, {}, [])
+        if _aggregates(select):
+            raise NotMaintainableError("EXISTS over a subquery with GROUP BY or an aggregate")
+        return self._subquery_body(select, ctes, outer)
+
+    def _subquery_body(
+        self, select: exp.Select, ctes: dict[str, exp.Expr], outer: dict[str, _Relation]
+    ) -> _Body:
+        """A subquery's FROM under the conjuncts of its WHERE that read none of ``outer``'s
+        columns, its scope, and the conjuncts that do (its correlation). A column of
+        ``outer`` anywhere else in it cannot be resolved (refused)."""
+        clause = unsupported_select_clause(select)
+        if clause:
+            raise NotMaintainableError(clause)
+        ctes = self._with(select, ctes)
+        scope: dict[str, _Relation] = {}
+        node = self._from(select, ctes, scope)
+        where = select.args.get("where")
+        if where is None:
+            return _Body(node, scope, [])
+        node, correlated = self._where(node, where.this, scope, ctes, outer)
+        return _Body(node, scope, correlated)
+
+    def _scalar_filter(
+        self, node: Node, conjunct: exp.Expr, scope: dict[str, _Relation], ctes: dict[str, exp.Expr]
+    ) -> Node:
+        """``σ_conjunct(node)`` for a conjunct with scalar subqueries, or ``EXISTS`` / ``IN``
+        other than as the conjunct itself (under OR, say): ``node`` joined with each one's
+        value (``_subquery_values``), then filtered."""
+        values: dict[str, exp.Expr] = {}
+        held = self._placeheld(conjunct, values)
+        node, values = self._subquery_values(node, values, scope, ctes)
+        return Filter(node, self._expression(held, scope, values=values))
+
+    def _selected(
+        self,
+        node: Node,
+        projections: list[exp.Expr],
+        scope: dict[str, _Relation],
+        ctes: dict[str, exp.Expr],
+    ) -> tuple[Node, list[exp.Expr]]:
+        """A select list without aggregates: ``node`` joined with its subqueries' values
+        (scalar ones, and ``EXISTS`` / ``IN`` marks), and the list over the result's columns."""
+        values: dict[str, exp.Expr] = {}
+        held = [self._placeheld(_negation_normal(e), values) for e in projections]
+        node, values = self._subquery_values(node, values, scope, ctes)
+        return node, [self._expression(e, scope, values=values) for e in held]
+
+    def _grouped(
+        self,
+        select: exp.Select,
+        child: Node,
+        projections: list[exp.Expr],
+        scope: dict[str, _Relation],
+        ctes: dict[str, exp.Expr],
+    ) -> tuple[Node, list[exp.Expr]]:
+        """``Aggregate`` over ``child``, joined with the (uncorrelated) scalar subqueries of
+        its select list and ``HAVING``, under the ``HAVING`` filter; and the select list as
+        expressions over the result."""
+        subqueries: dict[str, exp.Expr] = {}
+        held = [self._placeheld(projection, subqueries) for projection in projections]
+        having = select.args.get("having")
+        condition = self._placeheld(having.this, subqueries) if having is not None else None
+        aggregate, expressions, condition = self._aggregate(
+            select, child, held, scope, having=condition, bound=frozenset(subqueries)
+        )
+        node: Node = aggregate
+        for name, subquery in subqueries.items():
+            if not isinstance(subquery, exp.Subquery):
+                raise NotMaintainableError(
+                    "EXISTS / IN (subquery) in the select list or HAVING of an aggregate query"
+                )
+            if _outer_qualifiers(subquery):
+                raise NotMaintainableError(
+                    "a correlated subquery in the select list or HAVING of an aggregate query"
+                )
+            node, subqueries[name] = self._scalar(node, subquery, _Rows(node, {}), ctes)
+        expressions = [_bound(expression, subqueries) for expression in expressions]
+        if condition is not None:
+            node = Filter(node, _bound(condition, subqueries))
+        return node, expressions
+
+    def _placeheld(self, expression: exp.Expr, subqueries: dict[str, exp.Expr]) -> exp.Expr:
+        """``expression`` with each subquery (a scalar one, ``EXISTS (...)``, ``x IN (...)``
+        and ``NOT (x IN (...))``, which Spark reads apart) replaced by a placeholder column
+        (a new internal name), added to ``subqueries``."""
+
+        def hold(node: exp.Expr) -> exp.Expr:
+            if isinstance(node, (exp.Any, exp.All)):
+                raise NotMaintainableError("a comparison with ANY / ALL (subquery)")
+            test = _negation(node)[1] if isinstance(node, exp.Not) else node
+            predicate = isinstance(node, exp.Exists) or (
+                isinstance(test, exp.In) and test.args.get("query") is not None
+            )
+            if predicate or isinstance(node, exp.Subquery):
+                name = self._fresh()
+                subqueries[name] = node
+                return exp.column(name)
+            return node
+
+        return expression.copy().transform(hold)
+
+    def _subquery_values(
+        self,
+        node: Node,
+        subqueries: dict[str, exp.Expr],
+        scope: dict[str, _Relation],
+        ctes: dict[str, exp.Expr],
+    ) -> tuple[Node, dict[str, exp.Expr]]:
+        """``node`` joined with each of ``subqueries`` (by placeholder) in turn, the columns
+        in ``scope`` renamed to the result's; and each placeholder's value over the result:
+        a scalar subquery's (``_scalar``), or the mark of ``EXISTS`` / ``IN`` (``_mark``).
+        A scalar subquery is correlated with ``node`` as it was (``_Rows``), not with the
+        joins of the ones before it: its aggregate is then the same whatever their change."""
+        copied = {alias: _Relation(r.node, dict(r.columns)) for alias, r in scope.items()}
+        rows = _Rows(node, copied, {name: name for name in node.outputs})
+        values: dict[str, exp.Expr] = {}
+        for name, subquery in subqueries.items():
+            if isinstance(subquery, exp.Subquery):
+                joined, value = self._scalar(node, subquery, rows, ctes)
+            else:
+                joined = self._mark(node, subquery, scope, ctes)
+                value = column(joined.outputs[len(node.outputs)])
+            mapping = renaming(node.outputs, joined)
+            _rename(scope, mapping)
+            rows.names = {base: mapping.get(now, now) for base, now in rows.names.items()}
+            values = {held: renamed(v, mapping) for held, v in values.items()}
+            values[name] = value
+            node = joined
+        return node, values
+
+    def _mark(
+        self, node: Node, test: exp.Expr, scope: dict[str, _Relation], ctes: dict[str, exp.Expr]
+    ) -> Node:
+        """``node`` with the value of ``EXISTS (...)``, ``x IN (...)`` or ``NOT (x IN (...))``
+        as one more column (a mark join: ``decorrelate.exists_mark``, ``not_in_mark``)."""
+        negated, test = _negation(test)
+        if isinstance(test, exp.Exists):
+            body = self._exists_body(test.this, ctes, scope)
+            return exists_mark(node, body.node, body.correlated, self._fresh)
+        assert isinstance(test, exp.In)
+        needle, right, value, correlated = self._in_operands(test, scope, ctes)
+        if negated:
+            return not_in_mark(node, right, needle, value, correlated, self._fresh)
+        matches = [*correlated, equal(needle, value)]
+        return exists_mark(node, right, matches, self._fresh)
+
+    def _scalar(
+        self, node: Node, subquery: exp.Expr, rows: _Rows, ctes: dict[str, exp.Expr]
+    ) -> tuple[Node, exp.Expr]:
+        """``node`` with a scalar subquery's value per row: its columns first, then the
+        subquery's aggregate's; and the value over them. The subquery is correlated with
+        ``rows`` (``node``, or what it was built from). Uncorrelated, the aggregate (exactly
+        one row: no GROUP BY) joined to every row; correlated, one row per correlation key
+        joined by a left outer join (``decorrelate.grouping``), a missing group standing for
+        the aggregate over no rows."""
+        select = _unwrapped(subquery)
+        if not isinstance(select, exp.Select):
+            raise NotMaintainableError("a scalar subquery over a set operation")
+        if not _aggregates(select) or len(select.expressions) != 1:
+            raise NotMaintainableError(
+                "a scalar subquery that is not one aggregate value (it may return several rows)"
+            )
+        if select.args.get("having"):
+            raise NotMaintainableError("a scalar subquery with HAVING")
+        body = self._subquery_body(select, ctes, rows.scope)
+        projection = [select.expressions[0].unalias()]
+        if not body.correlated:
+            if select.args.get("group"):
+                raise NotMaintainableError(
+                    "an uncorrelated scalar subquery with GROUP BY (it may return several rows)"
+                )
+            aggregate, values, _ = self._aggregate(select, body.node, projection, body.scope)
+            return Join((node, aggregate), None), values[0]
+        group = grouping(rows.node, body.node, body.correlated, self._fresh)
+        aggregate, key_outputs, value = self._correlated_aggregate(select, group, projection, body)
+        condition = [renamed(c, rows.names) for c in group.condition(key_outputs)]
+        joined = unique_left_join(node, aggregate, condition, self._fresh)
+        return joined, renamed(value, renaming((*node.outputs, *aggregate.outputs), joined))
+
+    def _correlated_aggregate(
+        self, select: exp.Select, group: Grouping, projection: list[exp.Expr], body: _Body
+    ) -> tuple[Aggregate, list[str], exp.Expr]:
+        """A correlated scalar subquery's aggregate, one row per correlation key: its key
+        columns in the order of ``group.keys``, and the subquery's value over its columns.
+        Its own GROUP BY must be exactly the correlation keys; without one, a missing group
+        is the aggregate over no rows (``empty_defaults``), with one, no row (NULL)."""
+        if not select.args.get("group"):
+            aggregate, values, _ = self._aggregate(
+                select, group.source, projection, body.scope, keys=group.keys
+            )
+            return aggregate, list(aggregate.key_outputs), empty_defaults(values[0], aggregate)
+        aggregate, values, _ = self._aggregate(select, group.source, projection, body.scope)
+        outputs = {
+            key.sql(): o for key, o in zip(aggregate.keys, aggregate.key_outputs, strict=True)
+        }
+        wanted = [key.sql() for key in group.keys]
+        if set(outputs) != set(wanted):
+            raise NotMaintainableError(
+                "a correlated scalar subquery grouped by other than its correlation keys"
+                " (it may return several rows)"
+            )
+        return aggregate, [outputs[key] for key in wanted], values[0]
+
     def _aggregate(
         self,
         select: exp.Select,
         child: Node,
         projections: list[exp.Expr],
         scope: dict[str, _Relation],
-    ) -> tuple[Node, list[exp.Expr]]:
-        """``Aggregate`` (and the ``HAVING`` filter) over ``child``, and the select list as
-        expressions over the aggregate's outputs."""
+        keys: tuple[exp.Expr, ...] = (),
+        having: exp.Expr | None = None,
+        bound: frozenset[str] = frozenset(),
+    ) -> tuple[Aggregate, list[exp.Expr], exp.Expr | None]:
+        """``Aggregate`` over ``child`` by the GROUP BY of ``select`` and then ``keys`` (over
+        ``child``'s columns already), and the select list and ``having`` as expressions over
+        the aggregate's outputs. The columns ``bound`` (placeholders of subqueries) stay."""
         group = select.args.get("group")
-        keys: list[exp.Expr] = []
+        grouped: list[exp.Expr] = []
         if isinstance(group, exp.Group):
             for construct in ("grouping_sets", "rollup", "cube"):
                 if group.args.get(construct):
                     raise NotMaintainableError("GROUPING SETS / ROLLUP / CUBE")
-            keys = list(group.expressions)
-        if any(isinstance(key, (exp.Rollup, exp.Cube, exp.GroupingSets)) for key in keys):
+            grouped = list(group.expressions)
+        if any(isinstance(key, (exp.Rollup, exp.Cube, exp.GroupingSets)) for key in grouped):
             raise NotMaintainableError("GROUPING SETS / ROLLUP / CUBE")
-        if any(isinstance(key, exp.Literal) for key in keys):
+        if any(isinstance(key, exp.Literal) for key in grouped):
             raise NotMaintainableError("GROUP BY a constant or a position")
-        having = select.args.get("having")
-        post = [*projections, *([having.this] if having is not None else [])]
-        key_outputs = tuple(self._fresh() for _ in keys)
-        by_key = {key.sql(dialect="spark"): o for key, o in zip(keys, key_outputs, strict=True)}
+        post = [*projections, *([having] if having is not None else [])]
+        key_outputs = tuple(self._fresh() for _ in (*grouped, *keys))
+        by_key = {key.sql(dialect="spark"): o for key, o in zip(grouped, key_outputs, strict=False)}
         calls: dict[str, tuple[AggregateCall, str]] = {}
 
         def replace(node: exp.Expr) -> exp.Expr:
@@ -412,6 +686,8 @@ class RelationalBuilder:
                     calls[text] = (call, self._fresh())
                 return exp.column(calls[text][1], quoted=True)
             if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                if node.name in bound and not node.table:
+                    return node
                 raise NotMaintainableError(
                     f"the column {node.sql(dialect='spark')}, neither grouped nor aggregated"
                 )
@@ -422,16 +698,15 @@ class RelationalBuilder:
             construct = find_unsupported_expression(expression)
             if construct:
                 raise NotMaintainableError(construct)
-        aggregate: Node = Aggregate(
+        aggregate = Aggregate(
             child,
-            tuple(self._expression(key, scope) for key in keys),
+            (*(self._expression(key, scope) for key in grouped), *keys),
             key_outputs,
             tuple(call for call, _ in calls.values()),
             tuple(output for _, output in calls.values()),
         )
-        if having is not None:
-            aggregate = Filter(aggregate, rewritten.pop())
-        return aggregate, rewritten
+        condition = rewritten.pop() if having is not None else None
+        return aggregate, rewritten, condition
 
     def _call(self, node: exp.AggFunc, scope: dict[str, _Relation]) -> AggregateCall:
         function = AGGREGATE_FUNCTIONS.get(type(node))
@@ -482,8 +757,16 @@ class RelationalBuilder:
             return node
         raise NotMaintainableError(f"{type(item).__name__.upper()} in FROM")
 
-    def _expression(self, expression: exp.Expr, scope: dict[str, _Relation]) -> exp.Expr:
-        """``expression`` with every column replaced by its internal name."""
+    def _expression(
+        self,
+        expression: exp.Expr,
+        scope: dict[str, _Relation],
+        outer: dict[str, _Relation] | None = None,
+        values: dict[str, exp.Expr] | None = None,
+    ) -> exp.Expr:
+        """``expression`` with every column replaced by its internal name: resolved in
+        ``scope``, else in ``outer`` (a correlated subquery's enclosing query); a placeholder
+        of ``values`` (``_placeheld``) by its value."""
         construct = find_unsupported_expression(expression)
         if construct:
             raise NotMaintainableError(construct)
@@ -491,15 +774,150 @@ class RelationalBuilder:
         def rename(node: exp.Expr) -> exp.Expr:
             if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):
                 return node
-            return exp.column(self._resolve(node, scope), quoted=True)
+            if values and not node.table and node.name in values:
+                return values[node.name].copy()
+            return exp.column(self._resolve(node, scope, outer), quoted=True)
 
         return expression.copy().transform(rename)
 
     @staticmethod
-    def _resolve(column: exp.Column, scope: dict[str, _Relation]) -> str:
+    def _resolve(
+        column: exp.Column,
+        scope: dict[str, _Relation],
+        outer: dict[str, _Relation] | None = None,
+    ) -> str:
+        """The internal name of ``column``: in ``scope`` first (a subquery's own FROM hides
+        the enclosing query's names), else in ``outer``."""
         name, table = column.name.lower(), column.table.lower()
-        candidates = [scope[table]] if table in scope else [] if table else list(scope.values())
-        matches = [relation.columns[name] for relation in candidates if name in relation.columns]
-        if len(matches) != 1:
-            raise NotMaintainableError(f"the column reference {column.sql(dialect='spark')}")
-        return matches[0]
+        for names in (scope, outer or {}):
+            if table and table not in names:
+                continue
+            candidates = [names[table]] if table else list(names.values())
+            matches = [
+                relation.columns[name] for relation in candidates if name in relation.columns
+            ]
+            if len(matches) == 1:
+                return matches[0]
+            if matches or table:
+                break
+        raise NotMaintainableError(f"the column reference {column.sql(dialect='spark')}")
+
+
+@dataclass
+class _Body:
+    """A subquery's rows (its FROM under the uncorrelated conjuncts of its WHERE), the scope
+    of its FROM, and its correlation (the conjuncts that read the enclosing query's columns,
+    over internal names of both)."""
+
+    node: Node
+    scope: dict[str, _Relation]
+    correlated: list[exp.Expr]
+
+
+@dataclass
+class _Rows:
+    """The rows a scalar subquery is correlated with: ``node`` and its ``scope``, and what
+    their columns are called in the node now being built (``names``; missing: the same)."""
+
+    node: Node
+    scope: dict[str, _Relation]
+    names: dict[str, str] = field(default_factory=dict)
+
+
+JOIN_KINDS = {
+    ("", ""): "inner",
+    ("", "INNER"): "inner",
+    ("", "CROSS"): "inner",
+    ("LEFT", ""): "left",
+    ("LEFT", "OUTER"): "left",
+    ("RIGHT", ""): "right",
+    ("RIGHT", "OUTER"): "right",
+    ("FULL", ""): "full",
+    ("FULL", "OUTER"): "full",
+    ("", "SEMI"): "semi",
+    ("LEFT", "SEMI"): "semi",
+    ("", "ANTI"): "anti",
+    ("LEFT", "ANTI"): "anti",
+}
+"""sqlglot's (side, kind) of a join → how ``RelationalBuilder._from`` builds it."""
+
+
+def _join_kind(join: exp.Join) -> str:
+    side, kind = (join.side or "").upper(), (join.kind or "").upper()
+    found = JOIN_KINDS.get((side, kind))
+    if found is None or join.method:
+        words = " ".join(part for part in (join.method, side, kind) if part)
+        raise NotMaintainableError(f"{words} JOIN")
+    return found
+
+
+def _rename(scope: dict[str, _Relation], mapping: dict[str, str]) -> None:
+    """Rename the internal names in ``scope`` by ``mapping`` (a rewrite renamed its inputs'
+    columns)."""
+    for relation in scope.values():
+        relation.columns = {name: mapping.get(o, o) for name, o in relation.columns.items()}
+
+
+def _has_subquery(expression: exp.Expr) -> bool:
+    return expression.find(exp.Subquery, exp.Exists, exp.Select) is not None
+
+
+def _negation(expression: exp.Expr) -> tuple[bool, exp.Expr]:
+    """Whether ``expression`` is negated (``NOT``s and parentheses peeled), and what is."""
+    negated = False
+    while isinstance(expression, (exp.Not, exp.Paren)):
+        negated ^= isinstance(expression, exp.Not)
+        expression = expression.this
+    return negated, expression
+
+
+def _negation_normal(expression: exp.Expr, negated: bool = False) -> exp.Expr:
+    """``expression`` (negated) with every NOT pushed through AND and OR (De Morgan) and
+    double NOTs dropped, as Spark's BooleanSimplification does before it reads subqueries:
+    where ``NOT (x IN (...))`` ends up decides whether Spark reads it null-aware (a NOT IN)
+    or as a negated existence, so the rewrite must find it where Spark does. Exact in SQL's
+    three-valued logic."""
+    inner = expression
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    if isinstance(inner, exp.Not):
+        return _negation_normal(inner.this, not negated)
+    if isinstance(inner, (exp.And, exp.Or)):
+        flipped = isinstance(inner, exp.And) == negated  # NOT (a AND b) = NOT a OR NOT b
+        parts = (_negation_normal(inner.this, negated), _negation_normal(inner.expression, negated))
+        joined = exp.or_(*parts) if flipped else exp.and_(*parts)
+        return exp.Paren(this=joined)
+    normal = inner.copy().transform(
+        lambda node: _negation_normal(node) if isinstance(node, exp.Not) else node
+    )
+    return exp.Not(this=exp.Paren(this=normal)) if negated else normal
+
+
+def _unwrapped(query: exp.Expr) -> exp.Expr:
+    """``query`` without its enclosing parentheses (a ``LIMIT`` on them is refused)."""
+    while isinstance(query, exp.Subquery):
+        if query.args.get("limit") or query.args.get("offset"):
+            raise NotMaintainableError("LIMIT / OFFSET")
+        query = query.this
+    return query
+
+
+def _outer_qualifiers(query: exp.Expr) -> set[str]:
+    """The table qualifiers of columns in ``query`` that nothing inside it defines: the
+    enclosing query's, when it is correlated."""
+    defined = {table.alias_or_name.lower() for table in query.find_all(exp.Table)}
+    defined |= {sub.alias.lower() for sub in query.find_all(exp.Subquery) if sub.alias}
+    defined |= {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
+    used = {c.table.lower() for c in query.find_all(exp.Column) if c.table}
+    return used - defined
+
+
+def _bound(expression: exp.Expr, values: dict[str, exp.Expr]) -> exp.Expr:
+    """``expression`` with each placeholder column of ``values`` replaced by its value."""
+
+    def bind(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column) and not node.table and node.name in values:
+            return values[node.name].copy()
+        return node
+
+    return expression.copy().transform(bind)

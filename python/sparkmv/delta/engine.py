@@ -24,10 +24,10 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from sparkmv.analyze.relational import Node, Scan, scanned_tables
+from sparkmv.analyze.ir import Negate, Node, Scan, scanned_tables, shared_nodes, walk
 from sparkmv.delta.relation import Relation, TempViews
 from sparkmv.parse.statements import quote_identifier
-from sparkmv.zset import WEIGHT, column
+from sparkmv.zset import WEIGHT, column, materialized
 
 
 class Version(Enum):
@@ -80,6 +80,14 @@ class DeltaEngine:
         # Every ``evaluate`` result, by node identity (the node is kept, so its id stays
         # unique): the n terms of a join's change read the same n inputs.
         self._values = {} if values is None else values
+        # Every ``change``, likewise: a subtree shared by several parents (an anti-join's
+        # left input, an outer join's inner join) is derived once, its Spark jobs (DISTINCT's
+        # and GROUP BY's counters) run once. Its own: changes depend on the screens.
+        self._changes: dict[int, tuple[Node, Relation]] = {}
+        self._analyzed: set[int] = set()  # nodes under a change asked for (``_shared``)
+        self._shared: set[int] = set()  # nodes whose change is computed apart
+        self._labels: dict[int, str] | None = None  # shared subtrees' names in ``describe``
+        self._definitions: dict[tuple[int, Version | None], str] = {}
 
     def __enter__(self) -> DeltaEngine:
         return self
@@ -136,6 +144,28 @@ class DeltaEngine:
     def change(self, node: Node) -> Relation:
         """``Δnode = node(NEW) − node(OLD)`` as a Z-set (empty when no table under ``node``
         changed: a view's base tables include those of a CTE it never reads)."""
+        known = self._changes.get(id(node))
+        if known is None:
+            if id(node) not in self._analyzed:
+                self._find_shared(node)
+            change = self._derived_change(node)
+            if id(node) in self._shared:
+                change = self.relation(materialized(change.frame))
+            known = (node, change)
+            self._changes[id(node)] = known
+        return known[1]
+
+    def _find_shared(self, root: Node) -> None:
+        """Note the nodes under ``root`` whose change is computed apart, by a job of its own:
+        those read by several parents above a nested decorrelation (a ``Negate`` below them).
+        Each reader inlines a change's SQL, so a chain of k outer joins (or scalar subqueries)
+        would hold ~3^k copies of the first one's change; computed apart, one each."""
+        self._analyzed.update(id(node) for node in walk(root))
+        for node in shared_nodes(root):
+            if any(isinstance(below, Negate) for below in walk(node)):
+                self._shared.add(id(node))
+
+    def _derived_change(self, node: Node) -> Relation:
         if not self.changed(node):
             empty = self.value(node, Version.NEW).subquery("e")
             return self.query(f"SELECT * FROM {empty} LIMIT 0")
@@ -150,10 +180,36 @@ class DeltaEngine:
         return self.change(node).frame
 
     def describe(self, node: Node, version: Version | None = None) -> str:
-        """The delta (``version`` None) or the value of ``node``, in the rules' algebra."""
+        """The delta (``version`` None) or the value of ``node``, in the rules' algebra. A
+        subtree several parents read (not a scan) is named ``X<n>`` (``ΔX<n>``, ``X<n>_old``)
+        and described once, in ``definitions``."""
         if version is Version.OLD and not self.changed(node):
             version = Version.NEW
-        return self.rule(node).describe(node, version, self)
+        if self._labels is None and not isinstance(node, Scan):  # the first term described
+            shared = [n for n in shared_nodes(node) if not isinstance(n, Scan)]
+            self._labels = {id(n): f"X{index}" for index, n in enumerate(shared, 1)}
+        label = (self._labels or {}).get(id(node))
+        if label is None:
+            return self.rule(node).describe(node, version, self)
+        key = (id(node), version)
+        if key not in self._definitions:
+            self._definitions[key] = self.rule(node).describe(node, version, self)
+        return _labelled(label, version)
+
+    def definitions(self) -> list[str]:
+        """``name = term`` of each shared subtree ``describe`` named, in the order they were
+        described (each after the ones it reads)."""
+        labels = self._labels or {}
+        return [
+            f"{_labelled(labels[id_], version)} = {text}"
+            for (id_, version), text in self._definitions.items()
+        ]
+
+
+def _labelled(label: str, version: Version | None) -> str:
+    if version is None:
+        return f"Δ{label}"
+    return f"{label}_old" if version is Version.OLD else label
 
 
 def sql_expression(expression: exp.Expr) -> str:

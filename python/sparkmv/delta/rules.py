@@ -7,7 +7,16 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-from sparkmv.delta import aggregate, distinct, join, project, scan, selection, union_all
+from sparkmv.delta import (
+    aggregate,
+    distinct,
+    join,
+    negate,
+    project,
+    scan,
+    selection,
+    union_all,
+)
 from sparkmv.delta.engine import BaseState, DeltaEngine, DeltaRule
 from sparkmv.delta.relation import TempViews
 
@@ -17,6 +26,7 @@ RULES: tuple[DeltaRule, ...] = (
     project.RULE,
     join.RULE,
     union_all.RULE,
+    negate.RULE,
     distinct.RULE,
     aggregate.RULE,
 )

@@ -1,13 +1,20 @@
 """``UNION ALL``: ``Δ(R ∪ S) = ΔR ∪ ΔS`` (linear; Z-set addition).
 
-Inputs line up by position, as in SQL; Spark widens their types as the query would.
+Inputs line up by position, as in SQL; Spark widens their types as the query would (an
+untyped ``NULL`` takes the other inputs' type: the padding of an outer join's unmatched rows).
+
+A union with a negated input is a difference, ``A ⊎ −B`` (``ir.Negate``): its value as of NEW
+is consolidated (equal rows' weights summed, zeros dropped), so that a row of ``B`` and its
+twin in ``A`` cancel there and then. Every other rule's value over the tables as they are now
+has positive weights only, and the rules above rely on it (a stored bag row per unit of
+weight, the MIN/MAX and DISTINCT-count states of the rows present).
 """
 
 from __future__ import annotations
 
-from sparkmv.analyze.relational import Node, UnionAll
+from sparkmv.analyze.ir import Negate, Node, UnionAll
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
-from sparkmv.delta.relation import Relation, renamed_sql
+from sparkmv.delta.relation import Relation, consolidated_sql, renamed_sql
 
 
 def union_all(node: UnionAll, parts: list[tuple[Node, Relation]], engine: DeltaEngine) -> Relation:
@@ -18,7 +25,10 @@ def union_all(node: UnionAll, parts: list[tuple[Node, Relation]], engine: DeltaE
 
 
 def evaluate(node: UnionAll, version: Version, engine: DeltaEngine) -> Relation:
-    return union_all(node, [(c, engine.value(c, version)) for c in node.children], engine)
+    value = union_all(node, [(c, engine.value(c, version)) for c in node.children], engine)
+    if version is Version.NEW and any(isinstance(c, Negate) for c in node.children):
+        return engine.query(consolidated_sql(value, list(node.outputs)))
+    return value
 
 
 def delta(node: UnionAll, engine: DeltaEngine) -> Relation:

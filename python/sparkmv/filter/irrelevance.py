@@ -72,22 +72,43 @@ def irrelevance_filters(
 ) -> dict[Scan, exp.Expr]:
     """Per scan whose changes can be screened: the predicate (over the base table's own
     column names) its changed rows must satisfy to be relevant. Scans without one keep every
-    changed row. ``leaf_types`` gives a node's output columns' Spark types."""
-    filters: dict[Scan, exp.Expr] = {}
+    changed row. ``leaf_types`` gives a node's output columns' Spark types.
+
+    A scan in a shared subtree (``ir.walk``: an anti-join reads its left input twice) is in
+    several blocks, and its one change feeds them all: a changed row is relevant when it is
+    to any of them, so its filter is the OR of the blocks' tests, and none when some block
+    keeps every row (no predicate, no test, or the scan outside any block)."""
+    tests: dict[Scan, list[exp.Expr | None]] = {}
     for block in blocks(root):
-        if not block.predicates or not any(isinstance(leaf, Scan) for leaf in block.leaves):
+        for scan, test in _block_tests(block, leaf_types, exact_arithmetic).items():
+            tests.setdefault(scan, []).append(test)
+    filters: dict[Scan, exp.Expr] = {}
+    for scan, found in tests.items():
+        if any(test is None for test in found):
             continue
-        types = {name: t for leaf in block.leaves for name, t in leaf_types(leaf).items()}
-        disjunction = disjuncts(exp.and_(*block.predicates), types, exact_arithmetic)
-        if disjunction is None or _closure_work(disjunction) > MAX_CLOSURE_WORK:
-            continue
-        closed = [(conjunction, close(conjunction)) for conjunction in disjunction]
-        for leaf in block.leaves:
-            if isinstance(leaf, Scan):
-                test = compile_test(closed, leaf, types)
-                if test is not None:
-                    filters[leaf] = test
+        kept = list({test.sql(): test for test in found if test is not None}.values())
+        filters[scan] = exp.or_(*kept) if len(kept) > 1 else kept[0]
     return filters
+
+
+def _block_tests(
+    block: Block,
+    leaf_types: Callable[[Node], Mapping[str, T.DataType]],
+    exact_arithmetic: bool,
+) -> dict[Scan, exp.Expr | None]:
+    """The test of each scan among ``block``'s leaves (None: every changed row is relevant)."""
+    scans = [leaf for leaf in block.leaves if isinstance(leaf, Scan)]
+    found: dict[Scan, exp.Expr | None] = dict.fromkeys(scans)
+    if not block.predicates or not scans:
+        return found
+    types = {name: t for leaf in block.leaves for name, t in leaf_types(leaf).items()}
+    disjunction = disjuncts(exp.and_(*block.predicates), types, exact_arithmetic)
+    if disjunction is None or _closure_work(disjunction) > MAX_CLOSURE_WORK:
+        return found
+    closed = [(conjunction, close(conjunction)) for conjunction in disjunction]
+    for scan in scans:
+        found[scan] = compile_test(closed, scan, types)
+    return found
 
 
 def _closure_work(disjunction: list[Conjunction]) -> int:
@@ -99,10 +120,18 @@ def _closure_work(disjunction: list[Conjunction]) -> int:
 
 
 def blocks(root: Node) -> Iterator[Block]:
-    """Every block of the tree (a block's leaves may hold blocks of their own)."""
+    """Every block of the tree (a block's leaves may hold blocks of their own), each once; a
+    scan outside any block (under a union, say) is a block without predicates."""
     stack: list[Node] = [root]
+    seen: set[int] = set()
     while stack:
         node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, Scan):
+            yield Block((), (node,))
+            continue
         if not isinstance(node, BLOCK_OPERATORS):
             stack.extend(children(node))
             continue
@@ -111,7 +140,7 @@ def blocks(root: Node) -> Iterator[Block]:
         leaves: list[Node] = []
         _collect(node, predicates, projections, leaves)
         yield Block(tuple(_substituted(p, projections) for p in predicates), tuple(leaves))
-        stack.extend(leaves)
+        stack.extend(leaf for leaf in leaves if not isinstance(leaf, Scan))
 
 
 def _collect(

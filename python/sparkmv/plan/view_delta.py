@@ -181,8 +181,10 @@ def delta_terms(maintained: Maintainability, engine: DeltaEngine) -> str:
         if distinct_arguments(grouped.aggregate):
             # a distinct value is in its group while its counter is positive
             terms += f"\n  Δvalue counters = γ[Σw by group, DISTINCT value]({change})"
-        return terms
-    return engine.describe(maintained.stored)
+    else:
+        terms = engine.describe(maintained.stored)
+    # the subtrees several parents read (a subquery's or an outer join's rewrite), by name
+    return terms + "".join(f"\n  {definition}" for definition in engine.definitions())
 
 
 def filters_enabled(spark: SparkSession) -> bool:

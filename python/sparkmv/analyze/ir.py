@@ -1,0 +1,244 @@
+"""The view IR: relational operators over Z-sets, the nodes the delta rules work on.
+
+``relational.RelationalBuilder`` builds a tree of these from a query (its docstring says which
+SQL becomes which node), ``decorrelate`` adds the nodes subqueries and outer joins become, and
+``sparkmv.delta`` has one rule per node. Every node has ``outputs``: its columns' internal
+names (``__c0``, ``__c1``, …), unique in the whole tree, so that an expression names a column
+without a qualifier. A subtree may be shared by several parents (an anti-join reads its left
+input twice): the tree is then a DAG, and ``walk`` yields each node once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+
+class NotMaintainableError(Exception):
+    """The query has a construct incremental maintenance does not cover (the message names it)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Scan:
+    table: str  # qualified, lower case: db.name
+    columns: tuple[str, ...]  # the table's column names, in schema order
+    outputs: tuple[str, ...]  # internal names, positionally
+    alias: str  # the name the query gave this occurrence (for EXPLAIN)
+
+
+@dataclass(frozen=True, eq=False)
+class Join:
+    inputs: tuple[Node, ...]
+    condition: exp.Expr | None
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(name for node in self.inputs for name in node.outputs)
+
+
+@dataclass(frozen=True, eq=False)
+class Filter:
+    child: Node
+    predicate: exp.Expr
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.child.outputs
+
+
+@dataclass(frozen=True, eq=False)
+class Project:
+    child: Node
+    expressions: tuple[exp.Expr, ...]
+    outputs: tuple[str, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Distinct:
+    child: Node
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.child.outputs
+
+
+@dataclass(frozen=True, eq=False)
+class UnionAll:
+    children: tuple[Node, ...]
+    outputs: tuple[str, ...]
+
+
+AGGREGATE_FUNCTIONS: dict[type[exp.Expr], str] = {
+    exp.Count: "count",
+    exp.Sum: "sum",
+    exp.Avg: "avg",
+    exp.Min: "min",
+    exp.Max: "max",
+}
+
+
+@dataclass(frozen=True)
+class AggregateCall:
+    """One aggregate function of a view: ``function(argument)``; ``argument`` None is
+    ``COUNT(*)``; ``distinct`` is ``function(DISTINCT argument)``."""
+
+    function: str  # a value of AGGREGATE_FUNCTIONS
+    argument: exp.Expr | None
+    distinct: bool = False
+
+    def label(self) -> str:
+        """The call without its argument (whose columns have internal names), for EXPLAIN."""
+        if self.argument is None:
+            return "count(*)"
+        return f"{self.function}({'DISTINCT ' if self.distinct else ''}·)"
+
+    def sql(self) -> str:
+        if self.argument is None:
+            return "count(*)"
+        inner = self.argument.sql(dialect="spark")
+        return f"{self.function}({'DISTINCT ' if self.distinct else ''}{inner})"
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate:
+    """``γ_{keys; calls}(child)``: one row per group of ``keys`` (exactly one row when there
+    are no keys, even over no input), with the keys then the calls' values as outputs."""
+
+    child: Node
+    keys: tuple[exp.Expr, ...]
+    key_outputs: tuple[str, ...]
+    calls: tuple[AggregateCall, ...]
+    call_outputs: tuple[str, ...]
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.key_outputs + self.call_outputs
+
+
+@dataclass(frozen=True, eq=False)
+class Negate:
+    """``−X``: the rows of ``child`` with their weights negated (Z-set negation, so that
+    ``X ⊎ −X = ∅``). With ``UnionAll`` it is the difference ``A ⊎ −B``, exact where ``B ⊆ A``
+    as bags: ``L ▷ R = L ⊎ −(L ⋉ R)`` (``decorrelate.antijoin``)."""
+
+    child: Node
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.child.outputs
+
+
+Node = Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate | Negate
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The inputs of ``node`` (a ``Negate``'s, like the other unary nodes', is ``child``)."""
+    if isinstance(node, Scan):
+        return ()
+    if isinstance(node, Join):
+        return node.inputs
+    if isinstance(node, UnionAll):
+        return node.children
+    return (node.child,)
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node below it, parents first, each once (a shared subtree is
+    walked where it is first met)."""
+    seen: set[int] = set()
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        pending.extend(reversed(children(current)))
+
+
+def scanned_tables(node: Node) -> set[str]:
+    return {scan.table for scan in walk(node) if isinstance(scan, Scan)}
+
+
+def expressions(node: Node) -> list[exp.Expr]:
+    """The expressions ``node`` evaluates (its predicate, condition, select list, keys and
+    aggregate arguments)."""
+    if isinstance(node, Filter):
+        return [node.predicate]
+    if isinstance(node, Join):
+        return [node.condition] if node.condition is not None else []
+    if isinstance(node, Project):
+        return list(node.expressions)
+    if isinstance(node, Aggregate):
+        return [*node.keys, *(c.argument for c in node.calls if c.argument is not None)]
+    return []
+
+
+def read_columns(root: Node) -> dict[str, set[str]]:
+    """Per base table, the columns whose values can change the query's result
+    (``passed_columns``): no other column of a scan reaches the view or a condition, so a
+    change of it alone changes nothing (a readily ignorable update)."""
+    referenced = passed_columns(root)
+    read: dict[str, set[str]] = {}
+    for scan in walk(root):
+        if isinstance(scan, Scan):
+            names = read.setdefault(scan.table, set())
+            names.update(
+                c for c, o in zip(scan.columns, scan.outputs, strict=True) if o in referenced
+            )
+    return read
+
+
+def passed_columns(root: Node) -> set[str]:
+    """The columns (internal names) that the view's rows or a condition read, top down from
+    the root's outputs: a projection reads its needed outputs' expressions, a ``UNION ALL``
+    its inputs' columns at the needed positions (an outer join's or an anti-join's inputs
+    pass through one unnamed), a ``DISTINCT`` every column it compares, a filter, join or
+    aggregate its predicate, condition, keys and arguments besides what it passes on (a
+    ``Negate``, a filter and a join pass their inputs' columns under their own names)."""
+    needed = set(root.outputs)
+    for node in _parents_first(root):
+        wanted = needed & set(node.outputs)
+        if isinstance(node, Project):
+            pairs = zip(node.expressions, node.outputs, strict=True)
+            read = [expression for expression, output in pairs if output in wanted]
+        else:
+            read = expressions(node)
+        needed |= {column.name for expression in read for column in expression.find_all(exp.Column)}
+        if isinstance(node, UnionAll):
+            for child in node.children:
+                positions = zip(child.outputs, node.outputs, strict=True)
+                needed |= {name for name, output in positions if output in wanted}
+        elif isinstance(node, Distinct):
+            needed |= set(node.child.outputs)
+    return needed
+
+
+def shared_nodes(root: Node) -> list[Node]:
+    """The nodes of ``root`` that two or more parents read (an anti-join's left input, the
+    inner join of an outer join with a grouped aggregate)."""
+    parents: dict[int, int] = {}
+    for node in walk(root):
+        for child in {id(c): c for c in children(node)}.values():
+            parents[id(child)] = parents.get(id(child), 0) + 1
+    return [node for node in walk(root) if parents.get(id(node), 0) > 1]
+
+
+def _parents_first(root: Node) -> list[Node]:
+    """The nodes of ``root`` with every node after all of its parents (a shared subtree
+    after each of its readers): reversed post-order."""
+    order: list[Node] = []
+    seen: set[int] = set()
+
+    def visit(node: Node) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        for child in children(node):
+            visit(child)
+        order.append(node)
+
+    visit(root)
+    return order[::-1]
