@@ -130,7 +130,22 @@ class Negate:
         return self.child.outputs
 
 
-Node = Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate | Negate
+@dataclass(frozen=True, eq=False)
+class Replicate:
+    """``ρ_n(X)``: each row of ``child`` ``n`` times, ``n`` its column ``copies`` (a
+    non-negative integer), which the output drops. Linear: a row ``(t, n)`` of weight ``w``
+    becomes ``t`` with weight ``w · n``. ``EXCEPT ALL`` and ``INTERSECT ALL`` keep
+    ``max(n_A − n_B, 0)`` and ``min(n_A, n_B)`` copies of a row (``relational``)."""
+
+    child: Node
+    copies: str
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(name for name in self.child.outputs if name != self.copies)
+
+
+Node = Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate | Negate | Replicate
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -173,6 +188,8 @@ def expressions(node: Node) -> list[exp.Expr]:
         return list(node.expressions)
     if isinstance(node, Aggregate):
         return [*node.keys, *(c.argument for c in node.calls if c.argument is not None)]
+    if isinstance(node, Replicate):
+        return [exp.column(node.copies, quoted=True)]
     return []
 
 
@@ -196,8 +213,9 @@ def passed_columns(root: Node) -> set[str]:
     the root's outputs: a projection reads its needed outputs' expressions, a ``UNION ALL``
     its inputs' columns at the needed positions (an outer join's or an anti-join's inputs
     pass through one unnamed), a ``DISTINCT`` every column it compares, a filter, join or
-    aggregate its predicate, condition, keys and arguments besides what it passes on (a
-    ``Negate``, a filter and a join pass their inputs' columns under their own names)."""
+    aggregate its predicate, condition, keys and arguments (a ``Replicate`` its copies)
+    besides what it passes on (a ``Negate``, a filter and a join pass their inputs' columns
+    under their own names)."""
     needed = set(root.outputs)
     for node in _parents_first(root):
         wanted = needed & set(node.outputs)

@@ -13,6 +13,7 @@ from sparkmv.delta import (
     join,
     negate,
     project,
+    replicate,
     scan,
     selection,
     union_all,
@@ -27,6 +28,7 @@ RULES: tuple[DeltaRule, ...] = (
     join.RULE,
     union_all.RULE,
     negate.RULE,
+    replicate.RULE,
     distinct.RULE,
     aggregate.RULE,
 )
