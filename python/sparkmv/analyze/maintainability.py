@@ -91,14 +91,8 @@ def analyze_maintainability(
         )
     if query.tree.find(exp.Window):  # the IR has no window node: name it, not its symptom
         return not_maintainable("window function")
-    by_database: dict[str, dict[str, dict[str, str]]] = {}
-    for table, names in columns.items():
-        db, _, name = table.partition(".")
-        by_database.setdefault(db, {})[name] = dict.fromkeys(names, "STRING")  # names suffice
-    schema: dict[str, object] = dict(by_database.items())
     try:
-        qualified = qualify(query.tree.copy(), schema=schema, db=database, dialect="spark")
-        root, _ = RelationalBuilder(dict(columns)).build(qualified)
+        root, _ = RelationalBuilder(dict(columns)).build(qualified(query.tree, database, columns))
     except NotMaintainableError as error:
         return not_maintainable(str(error))
     except (SqlglotError, AssertionError) as error:  # qualify asserts on some shapes
@@ -115,6 +109,17 @@ def analyze_maintainability(
     if construct:
         return not_maintainable(construct)
     return Maintainability(True, "the query is incrementally maintainable", root)
+
+
+def qualified(tree: exp.Expr, database: str, columns: Mapping[str, tuple[str, ...]]) -> exp.Expr:
+    """A copy of ``tree`` with every column qualified by its table and every select item
+    aliased (sqlglot's ``qualify``), over base tables with these ``columns``."""
+    by_database: dict[str, dict[str, dict[str, str]]] = {}
+    for table, names in columns.items():
+        db, _, name = table.partition(".")
+        by_database.setdefault(db, {})[name] = dict.fromkeys(names, "STRING")  # names suffice
+    schema: dict[str, object] = dict(by_database.items())
+    return qualify(tree.copy(), schema=schema, db=database, dialect="spark")
 
 
 def spark_plan_construct(data: DataFrame, grouped: bool) -> str:

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sparkmv.analyze.query import current_database
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from sparkmv.analyze.maintainability import analyze_maintainability, qualified
+from sparkmv.analyze.query import ParsedQuery, current_database, parse_query
 from sparkmv.apply import snapshot
+from sparkmv.capture.tracking import BaseTable, positions
 from sparkmv.catalog import properties as keys
-from sparkmv.catalog.metadata import MvMetadata
+from sparkmv.catalog.metadata import MvMetadata, StorageLayout
 from sparkmv.commands import create
 from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.commands.create import CreatePlan, DerivedRows
 from sparkmv.commands.on_commit import check_immediate, mark_immediate
+from sparkmv.delta.engine import BaseState
+from sparkmv.delta.rules import delta_engine
 from sparkmv.parse.statements import (
     AlterQueryStatement,
     AlterRefreshStatement,
@@ -19,7 +27,11 @@ from sparkmv.parse.statements import (
     RefreshClause,
     RefreshTrigger,
 )
+from sparkmv.plan.aggregate_view import aggregate_view
+from sparkmv.plan.definition_change import OLD_ROWS, Derivation, derivation
 from sparkmv.plan.refresh_plan import check_policy, view_query
+from sparkmv.plan.view_delta import base_table_columns, stored_rows
+from sparkmv.stored_columns import storage_columns
 
 RESULT_SCHEMA = ""
 
@@ -69,5 +81,72 @@ def run_as_query(context: CommandContext, statement: AlterQueryStatement) -> Row
         for column in plan.definition.columns
     )
     plan = replace(plan, definition=replace(plan.definition, columns=columns))
-    create.execute_create(context, plan, history=view, reason="definition changed by ALTER ... AS")
+    create.execute_create(
+        context,
+        plan,
+        history=view,
+        reason="definition changed by ALTER ... AS",
+        derive=lambda bases, layout: derived_rows(context, view, plan, bases, layout),
+    )
     return []
+
+
+def derived_rows(
+    context: CommandContext,
+    view: MvMetadata,
+    plan: CreatePlan,
+    bases: list[BaseTable],
+    layout: StorageLayout,
+) -> DerivedRows | None:
+    """The new definition's stored rows from the old contents (``definition_change``), or
+    None: the new view is an aggregate or DISTINCT one, or not maintained (its storage is
+    not a bag of its rows), the old one had not consumed every change of its base tables
+    (its rows are not the old query's now), or the definitions differ otherwise."""
+    maintained = plan.maintainability
+    if not layout.buckets or maintained.counted or aggregate_view(maintained.root) is not None:
+        return None
+    current = positions(bases)
+    if set(current) != set(view.base_tables) or current != view.consumed_versions:
+        return None
+    old_query = parse_query(view.query, view.query_database)
+    if old_query.tree is None or plan.query.tree is None:
+        return None
+    _, columns = base_table_columns(context.spark, plan.query.base_tables)
+    old_tree = qualified(old_query.tree, view.query_database, columns)
+    found = derivation(old_tree, qualified(plan.query.tree, plan.database, columns))
+    if found is None:
+        return None
+    old_names = [item.alias_or_name for item in old_tree.expressions]
+    old_rows = context.spark.table(view.name.quoted).toDF(*old_names).alias(OLD_ROWS)
+    rows = _as_stored(old_rows.selectExpr(*found.select_list), found, plan)
+    if found.added_query is not None:
+        rows = rows.unionByName(_added_rows(context, plan, found.added_query, bases, columns))
+    return DerivedRows(rows, found.change)
+
+
+def _as_stored(rows: DataFrame, found: Derivation, plan: CreatePlan) -> DataFrame:
+    """``rows`` filtered, with the new query's column types, under the storage's names."""
+    if found.filter is not None:
+        rows = rows.where(found.filter)
+    names = storage_columns(len(plan.data.schema.fields))
+    typed = [
+        F.col(column).cast(field.dataType).alias(name)
+        for column, field, name in zip(rows.columns, plan.data.schema.fields, names, strict=True)
+    ]
+    return rows.select(*typed)
+
+
+def _added_rows(
+    context: CommandContext,
+    plan: CreatePlan,
+    query: str,
+    bases: list[BaseTable],
+    columns: dict[str, tuple[str, ...]],
+) -> DataFrame:
+    """The stored rows of ``query`` (the rows removed conjuncts excluded) over the base
+    tables at the versions tracking logged, through the delta rules as CREATE reads them."""
+    added = ParsedQuery(query, parse_query(query, plan.database).tree, plan.query.base_tables)
+    maintained = analyze_maintainability(added, plan.database, None, columns, check_plan=False)
+    states = {base.name: BaseState(base.rows(context.spark)) for base in bases}
+    engine = delta_engine(context.spark, states)
+    return stored_rows(maintained, engine)

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -21,7 +22,7 @@ from sparkmv.apply.materialize import (
 )
 from sparkmv.capture.tracking import BaseTable, positions, schemas
 from sparkmv.catalog import properties as keys
-from sparkmv.catalog.metadata import MvMetadata, RefreshStats
+from sparkmv.catalog.metadata import MvMetadata, RefreshStats, StorageLayout
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.on_commit import check_immediate, mark_immediate
 from sparkmv.config import STORAGE_BUCKETS_CONF
@@ -42,6 +43,19 @@ from sparkmv.plan.view_delta import maintainability_of, schemas_key, stored_rows
 
 RESULT_SCHEMA = ""
 INITIAL_REASON = "initial materialization"
+
+
+@dataclass(frozen=True)
+class DerivedRows:
+    """A snapshot's stored rows derived from the view's old contents (``ALTER ... AS``), and
+    how, for the refresh reason."""
+
+    rows: DataFrame
+    reason: str
+
+
+Derive = Callable[[list[BaseTable], StorageLayout], DerivedRows | None]
+"""Given the base tables as tracked and the new layout: the derived rows, or None (compute)."""
 
 
 @dataclass(frozen=True)
@@ -102,12 +116,14 @@ def execute_create(
     plan: CreatePlan,
     history: MvMetadata | None = None,
     reason: str = INITIAL_REASON,
+    derive: Derive | None = None,
 ) -> MvMetadata:
     """Materialize ``plan`` and create (or replace) its catalog view.
 
     ``history`` carries creation time and counters over (ALTER ... AS); otherwise they start
-    afresh. The catalog statement is the commit point: before it, only an unreferenced
-    snapshot exists.
+    afresh. ``derive`` may supply the stored rows from the old contents instead (then the
+    counters record an incremental refresh). The catalog statement is the commit point:
+    before it, only an unreferenced snapshot exists.
     """
     started = now_ms()
     root = snapshot.storage_root(context.spark, plan.name)
@@ -127,7 +143,10 @@ def execute_create(
     buckets = int(context.spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
     layout = storage_layout(plan.policy, plan.maintainability, bases, buckets)
     data = plan.data
-    if layout.buckets:  # read the tables at the logged versions, through the delta rules
+    derived = derive(bases, layout) if derive is not None else None
+    if derived is not None:
+        data = derived.rows
+    elif layout.buckets:  # read the tables at the logged versions, through the delta rules
         states = {b.name: BaseState(b.rows(context.spark)) for b in bases}
         with delta_engine(context.spark, states) as engine:
             data = stored_rows(plan.maintainability, engine)
@@ -141,6 +160,12 @@ def execute_create(
     checkpoint("create.before_commit")
     finished = now_ms()
     previous = history.stats if history is not None else RefreshStats()
+    replaced = history.row_count if history else 0
+    if derived is None:
+        stats = previous.after_full_refresh(rows, replaced, reason, started, finished)
+    else:
+        reason = f"{reason}, derived from its stored rows: {derived.reason}"
+        stats = previous.after_incremental_refresh(rows, replaced, reason, started, finished)
     metadata = MvMetadata(
         name=plan.name,
         query=plan.query.text,
@@ -152,9 +177,7 @@ def execute_create(
         snapshot=path,
         row_count=rows,
         created_ms=history.created_ms if history is not None else finished,
-        stats=previous.after_full_refresh(
-            rows, history.row_count if history else 0, reason, started, finished
-        ),
+        stats=stats,
         consumed_versions=positions(bases),
         layout=layout,
         checked_schemas=checked_schemas(context.spark, plan, bases),

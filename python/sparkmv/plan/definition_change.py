@@ -1,0 +1,165 @@
+"""``ALTER MATERIALIZED VIEW v AS q'``: the new contents derived from the old ones.
+
+Harrison–Dietrich's EPF (§3.5) maintains a view whose *definition* changes from its old
+contents instead of recomputing it, when the new definition can be written over the old one.
+For select-project-join views ``V = π_L σ_P(F)`` (one ``FROM`` clause ``F``, the conjuncts
+``P`` of its ``WHERE``, the select list ``L``) and ``V' = π_L' σ_P'(F)`` over the same ``F``:
+
+- ``P ⊆ P'`` (conjuncts added, ``A = P' − P``) and every column ``L'`` and ``A`` read is an
+  expression of ``L``: ``V' = π_L' σ_A(V)`` with ``L'`` and ``A`` rewritten over ``V``'s
+  columns. This covers a conjunct added, columns dropped or reordered, and computed columns
+  added, alone or together; the base tables are not read.
+- ``P' ⊂ P`` (conjuncts removed, ``D = P − P'``) and ``L' = L``:
+  ``V' = V ⊎ π_L σ_{P' ∧ ¬(D IS TRUE)}(F)``: the rows the removed conjuncts excluded are
+  added, and only they are computed from the base tables.
+
+Both hold as bags: ``σ`` and ``π`` (bag projection) distribute over the rows of ``V``, and
+``σ_P' = σ_P ⊎ σ_{P' ∧ ¬P}`` splits ``σ_P'(F)`` without overlap (a row whose ``D`` is NULL
+was excluded by ``P`` and is added). Anything else (a new join, a changed ``GROUP BY``,
+``DISTINCT``, aggregates) is recomputed. The derivation is exact only when ``V`` is current:
+the caller checks that the view consumed every change of its base tables.
+
+The trees given here are qualified (``maintainability.qualified``): every column carries its
+table, every select item an alias, so that two texts that mean the same compare equal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+OLD_ROWS = "__sparkmv_old"
+"""The alias of the old view's rows in ``Derivation.select_list`` and ``Derivation.filter``."""
+
+CLAUSES_OUTSIDE = ("group", "having", "distinct", "qualify", "limit", "offset", "order")
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """How the new contents follow from the old: ``select_list`` (``expression AS alias``
+    over ``OLD_ROWS``) and ``filter`` (or None) over the old rows, plus the rows of
+    ``added_query`` (a query over the base tables; None: nothing to add). ``change`` says
+    what changed, for the refresh reason."""
+
+    change: str
+    select_list: tuple[str, ...]
+    filter: str | None
+    added_query: str | None
+
+
+def derivation(old: exp.Expr, new: exp.Expr) -> Derivation | None:
+    """The derivation of ``new``'s rows from ``old``'s (both qualified), or None when the
+    new definition is not ``old`` with conjuncts added or removed, columns dropped or
+    computed columns added."""
+    if not (isinstance(old, exp.Select) and isinstance(new, exp.Select)):
+        return None
+    if not (_plain_select(old) and _plain_select(new)):
+        return None
+    if _source_sql(old) != _source_sql(new):
+        return None
+    old_conjuncts, new_conjuncts = _conjuncts(old), _conjuncts(new)
+    if set(old_conjuncts) <= set(new_conjuncts):
+        return _over_old_rows(
+            old, new, [c for k, c in new_conjuncts.items() if k not in old_conjuncts]
+        )
+    if set(new_conjuncts) < set(old_conjuncts) and _select_sql(old) == _select_sql(new):
+        removed = [c for k, c in old_conjuncts.items() if k not in new_conjuncts]
+        return _with_excluded_rows(new, removed)
+    return None
+
+
+def _plain_select(tree: exp.Select) -> bool:
+    """A SELECT without grouping, DISTINCT, windows, ordering or a row limit."""
+    if any(tree.args.get(c) for c in CLAUSES_OUTSIDE):
+        return False
+    return not any(
+        item.find(exp.AggFunc, exp.Window) for item in tree.expressions
+    ) and not tree.find(exp.Star)
+
+
+def _source_sql(tree: exp.Select) -> str:
+    """The FROM clause, its joins and WITH, as text."""
+    parts = [tree.args.get(key) for key in ("with_", "with", "from_", "from")]
+    parts.extend(tree.args.get("joins") or [])
+    return " ".join(part.sql(dialect="spark") for part in parts if isinstance(part, exp.Expr))
+
+
+def _select_sql(tree: exp.Select) -> list[str]:
+    return [item.sql(dialect="spark") for item in tree.expressions]
+
+
+def _conjuncts(tree: exp.Select) -> dict[str, exp.Expr]:
+    """The conjuncts of WHERE, by their text."""
+    where = tree.args.get("where")
+    if not isinstance(where, exp.Where):
+        return {}
+    condition = where.this
+    parts = condition.flatten() if isinstance(condition, exp.And) else [condition]
+    return {part.sql(dialect="spark"): part for part in parts}
+
+
+def _over_old_rows(old: exp.Select, new: exp.Select, added: list[exp.Expr]) -> Derivation | None:
+    """``π_L' σ_A(V)``, with ``L'`` and ``A`` written over ``V``'s columns; None when they
+    read a column no item of ``L`` provides."""
+    provided = {
+        item.this.sql(dialect="spark"): item.alias
+        for item in old.expressions
+        if isinstance(item, exp.Alias)
+    }
+    items: list[str] = []
+    for item in new.expressions:
+        if not isinstance(item, exp.Alias):
+            return None
+        rewritten = _over(item.this, provided)
+        if rewritten is None:
+            return None
+        items.append(f"{rewritten} AS {exp.to_identifier(item.alias).sql(dialect='spark')}")
+    conditions: list[str] = []
+    for conjunct in added:
+        rewritten = _over(conjunct, provided)
+        if rewritten is None:
+            return None
+        conditions.append(f"({rewritten})")
+    changes = []
+    if added:
+        changes.append(f"{len(added)} conjunct(s) added to WHERE: the stored rows filtered")
+    if _select_sql(old) != _select_sql(new):
+        changes.append("the select list rewritten over the stored columns")
+    change = "; ".join(changes) or "the same rows"
+    return Derivation(change, tuple(items), " AND ".join(conditions) or None, None)
+
+
+def _over(expression: exp.Expr, provided: dict[str, str]) -> str | None:
+    """``expression`` with each subexpression the old select list computes replaced by its
+    column of ``OLD_ROWS``; None when a base column remains, or a subquery."""
+    if expression.find(exp.Subquery, exp.Select):
+        return None
+
+    def replace(node: exp.Expr) -> exp.Expr:
+        alias = provided.get(node.sql(dialect="spark"))
+        if alias is None or isinstance(node, exp.Literal):
+            return node
+        return exp.column(alias, table=OLD_ROWS, quoted=True)
+
+    rewritten = expression.copy().transform(replace)
+    if any(column.table != OLD_ROWS for column in rewritten.find_all(exp.Column)):
+        return None
+    return rewritten.sql(dialect="spark")
+
+
+def _with_excluded_rows(new: exp.Select, removed: list[exp.Expr]) -> Derivation:
+    """``V ⊎ π_L σ_{P' ∧ ¬(D IS TRUE)}(F)``: the old rows, and the query's rows that the
+    removed conjuncts ``D`` excluded (false or NULL)."""
+    excluded = exp.Not(this=exp.Coalesce(this=exp.and_(*removed), expressions=[exp.false()]))
+    query = new.copy()
+    where = query.args.get("where")
+    condition = excluded if not isinstance(where, exp.Where) else exp.and_(where.this, excluded)
+    query.set("where", exp.Where(this=condition))
+    items = tuple(
+        f"{exp.column(item.alias_or_name, table=OLD_ROWS, quoted=True).sql(dialect='spark')}"
+        f" AS {exp.to_identifier(item.alias_or_name).sql(dialect='spark')}"
+        for item in new.expressions
+    )
+    change = f"{len(removed)} conjunct(s) removed from WHERE: the rows they excluded added"
+    return Derivation(change, items, None, query.sql(dialect="spark"))
