@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import sqlglot
+from sparkmv.analyze.maintainability import qualified
 from sparkmv.analyze.relational import (
     Aggregate,
     AggregateCall,
@@ -242,3 +243,14 @@ def test_an_all_set_comparison_replicates_each_row_by_its_counters(query: str, c
     assert root.outputs == counted.outputs[:-1]
     in_left, in_right = counted.child.call_outputs
     assert counted.expressions[-1].sql(dialect="spark") == copies.format(in_left, in_right)
+
+
+def test_an_ordinal_order_by_over_a_subquery_item_is_dropped_before_qualifying() -> None:
+    """sqllogictest's ``ORDER BY 1, 2`` over a scalar subquery item: sqlglot cannot qualify
+    it, and without a LIMIT it does not change the view's rows."""
+    query = "SELECT a, (SELECT count(*) FROM r AS x WHERE x.b < r.b) AS n FROM r ORDER BY 1, 2"
+    tree = qualified(sqlglot.parse_one(query, read="spark"), "db", TABLES)
+    assert tree.args.get("order") is None
+    assert RelationalBuilder(TABLES).build(tree)[1] == ["a", "n"]
+    limited = qualified(sqlglot.parse_one("SELECT a FROM r ORDER BY a LIMIT 2"), "db", TABLES)
+    assert limited.args.get("order") is not None

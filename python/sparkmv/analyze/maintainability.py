@@ -113,13 +113,18 @@ def analyze_maintainability(
 
 def qualified(tree: exp.Expr, database: str, columns: Mapping[str, tuple[str, ...]]) -> exp.Expr:
     """A copy of ``tree`` with every column qualified by its table and every select item
-    aliased (sqlglot's ``qualify``), over base tables with these ``columns``."""
+    aliased (sqlglot's ``qualify``), over base tables with these ``columns``. A top-level
+    ORDER BY without LIMIT or OFFSET is dropped: it does not change the view's rows as a
+    multiset, and sqlglot cannot qualify an ordinal one over a subquery item."""
+    tree = tree.copy()
+    if not tree.args.get("limit") and not tree.args.get("offset"):
+        tree.set("order", None)
     by_database: dict[str, dict[str, dict[str, str]]] = {}
     for table, names in columns.items():
         db, _, name = table.partition(".")
         by_database.setdefault(db, {})[name] = dict.fromkeys(names, "STRING")  # names suffice
     schema: dict[str, object] = dict(by_database.items())
-    return qualify(tree.copy(), schema=schema, db=database, dialect="spark")
+    return qualify(tree, schema=schema, db=database, dialect="spark")
 
 
 def spark_plan_construct(data: DataFrame, grouped: bool) -> str:
