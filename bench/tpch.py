@@ -1,4 +1,6 @@
-"""TPC-H refresh benchmark: incremental vs full refresh after RF1/RF2, from one run (issue 5).
+"""TPC-H refresh benchmark: all 22 queries, incremental vs full refresh (issues 5 and 24).
+
+Incremental and full refresh after RF1/RF2 and updates of the other tables, from one run.
 
 For each scale factor (defaults SF 0.1 and SF 1) the script generates the eight TPC-H tables
 with DuckDB's ``tpch`` extension (``CALL dbgen``, exported as parquet and cached in
@@ -27,7 +29,21 @@ both, one after the other on the same tables and views, reported apart):
   file. The samples are the orders with the smallest ``xxhash64(o_orderkey, seed, round)``:
   seeded (``--seed``) and deterministic.
 
-The four writes are timed on their own (that is capture's cost, not the refresh's). Then, for
+RF1 and RF2 touch only ``orders`` and ``lineitem``: Q2, Q11 and Q16 read neither and would
+pass as no change, and the dimension side of the other joins would never change. So each round
+(either way) then ``UPDATE``s ``SF × 100`` rows of each of ``part``, ``partsupp``, ``supplier``
+and ``customer`` (``UPDATES``; plain Spark SQL, captured and copy-on-write like RF2), picked the
+same seeded way (the smallest hash of the key, the seed, the round and the table). The
+assignments move rows into or out of the queries' filters, joins and groups, or change columns
+they return: ``p_name``/``p_brand``/``p_type``/``p_size``/``p_container`` (Q2, Q8, Q9, Q14, Q16,
+Q17, Q19, Q20), ``ps_supplycost``/``ps_availqty`` (Q2's minimum, Q9, Q11, Q20), ``s_acctbal``/
+``s_comment``/``s_nationkey`` (Q2, Q16's ``NOT IN``, the nation joins), ``c_acctbal``/
+``c_mktsegment``/``c_nationkey`` (Q3, Q5, Q7, Q8, Q10, Q22's average); the values toggle (a row
+updated again moves back). ``partsupp``'s rows are sampled among those Q2, Q11 or Q20 read (of
+``p_size = 15`` brass parts, ``forest`` parts or German suppliers), ``customer``'s among those
+of Q22's country codes: a few uniform ones would rarely touch them.
+
+The writes are timed on their own (that is capture's cost, not the refresh's). Then, for
 each query, ``REFRESH ... q<N>_inc``, ``REFRESH ... q<N>_full FULL`` and ``INSERT OVERWRITE
 q<N>_plain``; their order alternates between rounds. Each statement is measured alike
 (``common.measure``): wall time, Spark jobs launched, the time outside Spark jobs (driver work:
@@ -35,23 +51,22 @@ the bridge, building and analysing plans in Python, metastore calls, file listin
 round trips, counted on every thread (the JVM's callback into sparkmv's handler, the handler's
 calls back into the JVM, py4j's releases of collected objects). Printed per query, SF and
 change: the medians over the rounds, the ratio full / incremental, the mode AUTO chose (a query
-AUTO cannot maintain refreshes fully; the reason is printed below the table), the view rows the
-incremental refresh reported inserting/deleting (Δview, last round) and the check: after the
-last round of a change both copies are compared with their query as a multiset (``EXCEPT ALL``
-both ways, and the counts), OK or WRONG. Each view is also read once with its ``ORDER BY``/
-``LIMIT``.
+AUTO cannot maintain, or finds cheaper to recompute, refreshes fully; the reason is printed below
+the table), the view rows the incremental refresh reported inserting/deleting (Δview, last
+round) and the check: after the last round of a change both copies are compared with their query
+as a multiset (``EXCEPT ALL`` both ways, and the counts), OK or WRONG. Each view is also read
+once with its ``ORDER BY``/``LIMIT``.
 
-``QUERIES`` are TPC-H queries AUTO maintains incrementally: Q1, Q3, Q5–Q10, Q12, Q14, Q19,
-and Q4 (``EXISTS``, a semi-join) and Q13 (``LEFT OUTER JOIN``) since issue 24. The others
-(Q2, Q11, Q15–Q18, Q20–Q22: scalar, ``IN``, ``NOT IN`` and ``[NOT] EXISTS`` subqueries) are
-maintained too, but not benchmarked here yet.
+``QUERIES`` are all 22: since issue 24 sparkmv maintains their subqueries (``[NOT] EXISTS``,
+``[NOT] IN``, scalar aggregates, decorrelated) and outer joins incrementally.
 
 A second table says where an incremental refresh's time goes: the part during which a Spark job
 ran, the rest, the py4j round trips by kind (calls: methods, constructors, fields; lookups:
 resolving ``jvm.a.b.C`` and members by reflection; releases of JVM objects Python dropped), and
 a refresh with nothing pending (the fixed cost; it launches no job); a closing note sums it up
-per SF. Last, one line per query against the targets of the "fast refresh" issue (``TARGETS``,
-at SF 1, or at the largest SF run when SF 1 is not), each marked met / NOT MET. A copy of the
+per SF. Last, one line per query of the "fast refresh" issue (``TARGET_QUERIES``) against its
+targets (at SF 1, or at the largest SF run when SF 1 is not), each marked met / NOT MET; the
+dimension updates are part of the change they refresh since issue 24. A copy of the
 whole run at SF 0.01 goes first, unprinted, so that JVM warm-up does not land in the first
 measurement.
 
@@ -80,8 +95,9 @@ from sqlglot import exp
 QUERY_DIR = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "tpch" / "queries"
 DATA_DIR = Path(__file__).resolve().parent / ".data"
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
-QUERIES = (1, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 19)
+QUERIES = tuple(range(1, 23))
 ORDERS_PER_SF = 1500  # TPC-H's refresh functions insert and delete SF × 1500 orders
+UPDATES_PER_SF = 100  # rows of each of part, partsupp, supplier, customer updated per round
 ROUNDS = 2
 SEED = 5
 WARM_UP_SF = 0.01
@@ -90,7 +106,8 @@ CHANGE_TITLES = {
     "random": "random orders (RF1 copies a random sample, RF2 deletes randomly spread orders)",
 }
 
-# The "fast refresh" issue's targets: incremental vs FULL at TARGET_SF.
+# The "fast refresh" issue's targets, for its queries: incremental vs FULL at TARGET_SF.
+TARGET_QUERIES = (1, 3, 4, 5, 6, 7, 8, 9, 10, 12, 13, 14, 19)
 TARGET_SF = 1.0
 BASE_SF = 0.1  # the ratio at TARGET_SF should be MIN_GROWTH × the ratio at BASE_SF
 MIN_RATIO = {1: 8.0, 3: 4.0, 5: 4.0, 10: 4.0, 12: 2.5, 14: 2.5, 19: 2.5, 6: 2.0}
@@ -121,10 +138,12 @@ class Query:
 
 @dataclass
 class Writes:
-    """The change of one scale factor: RF1 (inserts) and RF2 (deletes), timed per statement."""
+    """The change of one scale factor: RF1 (inserts), RF2 (deletes) and the updates of the
+    other tables, timed per statement."""
 
     inserted: dict[str, int] = field(default_factory=dict)  # rows, per table, all rounds
     deleted: dict[str, int] = field(default_factory=dict)
+    updated: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, list[float]] = field(default_factory=dict)  # per statement kind
 
     def time(self, spark: SparkSession, kind: str, statement: str) -> list[Row]:
@@ -183,7 +202,8 @@ def read_query(number: int) -> Query:
         for part in (tree.args.get("order"), tree.args.get("limit"))
         if part is not None
     )
-    tables = len({table.name for table in tree.find_all(exp.Table)})
+    ctes = {cte.alias for cte in tree.find_all(exp.CTE)}
+    tables = len({table.name for table in tree.find_all(exp.Table)} - ctes)
     return Query(number, body.sql(dialect="spark", comments=False), order, tables)
 
 
@@ -328,6 +348,113 @@ def change_random(
     rf2(spark, lambda key: f"{key} IN ({deleted})", writes)
 
 
+@dataclass(frozen=True)
+class Update:
+    """One table's ``UPDATE`` of each round: which rows are sampled, what is assigned."""
+
+    table: str
+    key: tuple[str, ...]  # the table's primary key
+    assignments: str  # the SET list
+    among: str = "TRUE"  # the rows sampled from
+
+
+# Each assignment moves rows into or out of some query's filters, joins or groups, or changes
+# a column a query returns. Values toggle, so a row updated again (a later round) moves back.
+UPDATES = (
+    Update(
+        "part",
+        ("p_partkey",),
+        # p_name: Q9 ('%green%'), Q20 ('forest%'); p_brand: Q16, Q17, Q19; p_type: Q2
+        # ('%BRASS'), Q8, Q14 ('PROMO%'), Q16; p_size: Q2 (15), Q16 (14); p_container: Q17, Q19
+        "p_name = CASE WHEN p_name LIKE 'forest%' THEN concat('old ', p_name) "
+        "ELSE concat('forest green ', p_name) END, "
+        "p_brand = CASE WHEN p_brand = 'Brand#23' THEN 'Brand#45' ELSE 'Brand#23' END, "
+        "p_type = CASE WHEN p_type LIKE '%BRASS' THEN 'PROMO BURNISHED COPPER' "
+        "ELSE 'STANDARD POLISHED BRASS' END, "
+        "p_size = CASE WHEN p_size = 15 THEN 14 ELSE 15 END, "
+        "p_container = CASE WHEN p_container = 'MED BOX' THEN 'SM CASE' ELSE 'MED BOX' END",
+    ),
+    Update(
+        "partsupp",
+        ("ps_partkey", "ps_suppkey"),
+        # ps_supplycost: Q2 (the minimum), Q9, Q11; ps_availqty: Q11, Q20 (> half the sold
+        # quantity: small values flip it)
+        "ps_supplycost = CAST(ps_supplycost / 2 AS DECIMAL(15, 2)), "
+        "ps_availqty = CASE WHEN ps_availqty >= 20 THEN ps_availqty % 20 "
+        "ELSE ps_availqty + 5000 END",
+        # a uniform sample of a few rows would rarely touch Q2, Q11 or Q20: the rows they read
+        "ps_partkey IN (SELECT p_partkey FROM part WHERE p_size = 15 AND p_type LIKE '%BRASS' "
+        "OR p_name LIKE 'forest%') OR ps_suppkey IN (SELECT s_suppkey FROM supplier JOIN "
+        "nation ON s_nationkey = n_nationkey WHERE n_name = 'GERMANY')",
+    ),
+    Update(
+        "supplier",
+        ("s_suppkey",),
+        # s_acctbal: Q2's output; s_comment: Q16 (NOT IN the complaints); s_nationkey: Q2, Q5,
+        # Q7-Q9, Q11, Q20, Q21
+        "s_acctbal = -s_acctbal, "
+        "s_comment = CASE WHEN s_comment LIKE '%Customer%Complaints%' THEN 'no complaints' "
+        "ELSE concat(s_comment, ' Customer Complaints') END, "
+        "s_nationkey = (s_nationkey + 1) % 25",
+    ),
+    Update(
+        "customer",
+        ("c_custkey",),
+        # c_acctbal: Q10's output, Q22 (the average, the filter); c_mktsegment: Q3;
+        # c_nationkey: Q5, Q7, Q8, Q10
+        "c_acctbal = -c_acctbal, "
+        "c_mktsegment = CASE WHEN c_mktsegment = 'BUILDING' THEN 'MACHINERY' ELSE 'BUILDING' END, "
+        "c_nationkey = (c_nationkey + 1) % 25",
+        # Q22 reads 7 of the 25 country codes: a few uniform rows would rarely touch it
+        "substring(c_phone, 1, 2) IN ('13', '31', '23', '29', '30', '18', '17')",
+    ),
+)
+
+
+def key_condition(key: tuple[str, ...], rows: list[Row]) -> str:
+    """A condition on ``key`` that selects ``rows`` (their key's values)."""
+    if not rows:
+        return "FALSE"
+    if len(key) == 1:
+        return f"{key[0]} IN ({', '.join(str(row[0]) for row in rows)})"
+    matches = (
+        " AND ".join(f"{column} = {value}" for column, value in zip(key, row, strict=True))
+        for row in rows
+    )
+    return " OR ".join(f"({match})" for match in matches)
+
+
+def sample_rows(
+    spark: SparkSession, sf: float, update: Update, state: dict[str, int], seed: int
+) -> str:
+    """``SF × UPDATES_PER_SF`` rows of ``update.among`` at random (the smallest by a hash of
+    the key, the seed, the round and the table), as a condition on their key."""
+    key = ", ".join(update.key)
+    rows = spark.sql(
+        f"SELECT {key} FROM {update.table} WHERE {update.among} "
+        f"ORDER BY xxhash64({key}, {seed}, {state['round']}, '{update.table}'), {key} "
+        f"LIMIT {max(round(sf * UPDATES_PER_SF), 1)}"
+    ).collect()
+    return key_condition(update.key, sorted(rows))
+
+
+def update_tables(
+    spark: SparkSession, sf: float, state: dict[str, int], writes: Writes, seed: int
+) -> None:
+    """``UPDATE`` a few random rows of each of ``UPDATES``' tables (RF1 and RF2 touch only
+    orders and lineitem: Q2, Q11 and Q16 read neither)."""
+    for update in UPDATES:
+        where = sample_rows(spark, sf, update, state, seed)
+        rows = writes.time(
+            spark,
+            f"UPDATE {update.table}",
+            f"UPDATE {update.table} SET {update.assignments} WHERE {where}",
+        )
+        writes.updated[update.table] = writes.updated.get(update.table, 0) + int(
+            rows[0]["num_affected_rows"]
+        )
+
+
 CHANGES: dict[str, Callable[[SparkSession, float, dict[str, int], Writes, int], None]] = {
     "range": change_range,
     "random": change_random,
@@ -398,6 +525,7 @@ def run_sf(
             measured = result.changes[kind] = ChangeResult(kind)
             for round_ in range(rounds):
                 CHANGES[kind](spark, sf, state, measured.writes, seed)
+                update_tables(spark, sf, state, measured.writes, seed)
                 state["round"] += 1
                 measure_round(spark, calls, queries, measured, round_)
             for query in queries:  # nothing pending: the fixed cost of a refresh
@@ -606,6 +734,8 @@ def report_targets(results: list[SfResult], queries: list[Query], kinds: list[st
         )
     met = total = 0
     for query in queries:
+        if query.number not in TARGET_QUERIES:
+            continue
         for kind in kinds:
             marks = target_marks(query, by_sf, sf, kind)
             cells = [
@@ -643,8 +773,9 @@ def report_data(results: list[SfResult], queries: list[Query], rounds: int) -> N
                 f"  {kind} change per round: RF1 +{writes.inserted['orders'] // rounds:,} orders "
                 f"+{writes.inserted['lineitem'] // rounds:,} lineitems, RF2 "
                 f"-{writes.deleted['orders'] // rounds:,} orders "
-                f"-{writes.deleted['lineitem'] // rounds:,} lineitems; writes (capture's cost, "
-                "median s): "
+                f"-{writes.deleted['lineitem'] // rounds:,} lineitems, UPDATE "
+                + ", ".join(f"{rows // rounds:,} {table}" for table, rows in writes.updated.items())
+                + " rows; writes (capture's cost, median s): "
                 + ", ".join(
                     f"{statement} {statistics.median(samples):.2f}"
                     for statement, samples in writes.seconds.items()
