@@ -16,6 +16,7 @@ from sparkmv.delta import (
     scan,
     selection,
     union_all,
+    window,
 )
 from sparkmv.delta.engine import BaseState, DeltaEngine, DeltaRule
 from sparkmv.delta.relation import TempViews
@@ -29,6 +30,7 @@ RULES: tuple[DeltaRule, ...] = (
     negate.RULE,
     distinct.RULE,
     aggregate.RULE,
+    window.RULE,
 )
 
 
