@@ -212,16 +212,19 @@ def read_columns(root: Node) -> dict[str, set[str]]:
     return read
 
 
-def passed_columns(root: Node) -> set[str]:
+def passed_columns(root: Node, skipped: frozenset[int] = frozenset()) -> set[str]:
     """The columns (internal names) that the view's rows or a condition read, top down from
     the root's outputs: a projection reads its needed outputs' expressions, a ``UNION ALL``
     its inputs' columns at the needed positions (an outer join's or an anti-join's inputs
     pass through one unnamed), a ``DISTINCT`` every column it compares, a filter, join or
     aggregate its predicate, condition, keys and arguments, a window its functions (with
     their PARTITION BY and ORDER BY) besides what it passes on (a ``Negate``, a filter, a
-    join and a window pass their inputs' columns under their own names)."""
+    join and a window pass their inputs' columns under their own names). The nodes whose ids
+    are ``skipped`` read nothing (what reaches a node from above it: skip those below)."""
     needed = set(root.outputs)
     for node in _parents_first(root):
+        if id(node) in skipped:
+            continue
         wanted = needed & set(node.outputs)
         if isinstance(node, Project):
             pairs = zip(node.expressions, node.outputs, strict=True)

@@ -18,7 +18,7 @@ The others are *tie-sensitive*: ``ROW_NUMBER``, ``NTILE``, ``LAG``, ``LEAD``, ``
 values that depend on the order Spark happens to read them in. They are exact when tied rows
 are indistinguishable in the view: when the call's PARTITION BY and ORDER BY, as plain
 columns, cover every column of the window's input that reaches the view
-(``ir.passed_columns``: its rows and the conditions above), two tied rows are equal in every
+(``ir.passed_columns``: its rows and the conditions above it), two tied rows are equal in every
 column that matters, so any tie-breaking gives the same multiset of view rows. Otherwise the
 view is not maintainable (``tie_sensitive_construct``), and the reason names the function
 and the fix. (The rule also refuses covering columns whose equal values can differ: floating
@@ -117,12 +117,13 @@ def ordering_columns(call: exp.Window) -> list[str]:
 def tie_sensitive_construct(root: Node) -> str:
     """A reason why a window of ``root`` is not exact (a tie-sensitive call over an order
     that ties rows differing in columns that reach the view), "" when every one is."""
-    needed = passed_columns(root)
     names = _source_names(root)
     for node in walk(root):
         if not isinstance(node, Window):
             continue
-        reaching = needed & set(node.child.outputs)
+        # what the nodes below read (a WHERE's column) does not tell tied rows apart
+        below = frozenset(id(n) for n in walk(node.child))
+        reaching = passed_columns(root, below) & set(node.child.outputs)
         for call in node.calls:
             loose = sorted(reaching - set(ordering_columns(call)))
             if tie_sensitive(call) and loose:
