@@ -52,7 +52,15 @@ VIEWS = [
     ViewCase("union", "SELECT b FROM {r} UNION SELECT b FROM {s} WHERE c <> 'x'"),
     ViewCase("global_aggregate", "SELECT COUNT(*) AS n, AVG(a) AS mean FROM {r}"),
     ViewCase("left_join", "SELECT {r}.a, {s}.c FROM {r} LEFT JOIN {s} ON {r}.b = {s}.b"),
-    ViewCase("except_all", "SELECT b FROM {r} EXCEPT ALL SELECT b FROM {s}", "EXCEPT ALL"),
+    ViewCase("except_all", "SELECT b FROM {r} EXCEPT ALL SELECT b FROM {s}"),
+    ViewCase(
+        "intersect_all", "SELECT b, a > 0 AS p FROM {r} INTERSECT ALL SELECT b, c = 'x' FROM {s}"
+    ),
+    ViewCase(
+        "except_all_joined",
+        "SELECT d.b, COUNT(*) AS n FROM (SELECT b FROM {r} EXCEPT ALL SELECT b FROM {s}) AS d"
+        " JOIN {r} ON d.b = {r}.b GROUP BY d.b",
+    ),
 ]
 
 # On every run each view also gets this stream (hypothesis's first generated example, the

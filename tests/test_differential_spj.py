@@ -67,8 +67,10 @@ CONSTRUCTS = {
     "DISTINCT": " DISTINCT ",
     "UNION ALL": " UNION ALL ",
     "UNION": r" UNION (SELECT|\()",
-    "INTERSECT": " INTERSECT ",
-    "EXCEPT": " EXCEPT ",
+    "INTERSECT": " INTERSECT (?!ALL)",
+    "EXCEPT": " EXCEPT (?!ALL)",
+    "INTERSECT ALL": " INTERSECT ALL ",
+    "EXCEPT ALL": " EXCEPT ALL ",
     "WITH": r"^WITH ",
     "derived table": r"\) AS d\d+",
     "JOIN ... ON": r" JOIN [^()]+? ON ",
@@ -144,6 +146,8 @@ VIEW_BRANCHES = frozenset(
         "set operation: UNION",
         "set operation: INTERSECT",
         "set operation: EXCEPT",
+        "set operation: INTERSECT ALL",
+        "set operation: EXCEPT ALL",
         "set operation: three branches",
         "set operation: parenthesized branch",
     }
@@ -358,15 +362,14 @@ NEVER_INCREMENTAL = (
     "window",
     "aggregate",
 )
-# Constructs of later milestones (DESIGN §6): FULL until the engine maintains them; move one
-# out of this tuple (and into the generator) when it does. EXCEPT and INTERSECT (DISTINCT) are
-# maintained (analyze/relational.py, as an aggregate of per-row counters) and the generator
-# draws them; their ALL forms keep min(n_A, n_B) or max(n_A - n_B, 0) copies of a row, which
-# that aggregate's one row per distinct row cannot hold. [NOT] EXISTS, IN, scalar subqueries
+# Constructs of later milestones (DESIGN §6): FULL until the engine maintains them; move one out of
+# this tuple (and into the generator) when it does. EXCEPT and INTERSECT, DISTINCT and ALL, are
+# maintained (analyze/relational.py, per-row counters; the ALL forms replicate each row min(n_A,
+# n_B) or max(n_A - n_B, 0) times) and the generator draws them. [NOT] EXISTS, IN, scalar subqueries
 # and outer joins are maintained (analyze/decorrelate.py) and drawn by
-# view_generator.SubqueryViewBuilder (test_differential_subqueries.py); EXISTS in the HAVING
-# of an aggregate query is not.
-NOT_YET_INCREMENTAL = ("except_all", "intersect_all", "exists_in_having")
+# view_generator.SubqueryViewBuilder (test_differential_subqueries.py); EXISTS in the HAVING of an
+# aggregate query is not.
+NOT_YET_INCREMENTAL = ("exists_in_having",)
 OUTSIDE = NEVER_INCREMENTAL + NOT_YET_INCREMENTAL
 VOLATILE = ("rand", "current_timestamp", "uuid")
 
@@ -429,10 +432,6 @@ def outside_views(draw: Draw, construct: str | None = None) -> Outside:
         group = f"q.{column.name}"
         query = f"SELECT {group}, {measure} FROM {q} GROUP BY {group}"
         return Outside(construct, query, deterministic)
-    if construct in ("except_all", "intersect_all"):
-        other = builder.block(0, [c.kind for c in inner.columns], unique_names=False)
-        keyword = construct.replace("_", " ").upper()
-        return Outside(construct, f"SELECT * FROM {q} {keyword} {other.sql}", True)
     # [NOT] EXISTS in the HAVING of an aggregate over the derived table
     table = next(t for t in TABLES if any(c.kind == column.kind for c in t.columns))
     match = next(c for c in table.columns if c.kind == column.kind)
@@ -514,8 +513,6 @@ REFUSED = [
     "SELECT a, b, row_number() OVER (PARTITION BY b ORDER BY b) AS k FROM r",
     "SELECT b, sum(CAST(a AS DOUBLE)) OVER (PARTITION BY b) AS s FROM r",
     "SELECT b, rank() OVER (ORDER BY count(*)) AS k FROM r GROUP BY b",
-    "SELECT b FROM r EXCEPT ALL SELECT b FROM s",
-    "SELECT b FROM r INTERSECT ALL SELECT b FROM s",
     "SELECT b, COUNT(*) AS n FROM r GROUP BY b HAVING EXISTS (SELECT 1 FROM s WHERE s.b > 1)",
     "SELECT a, (SELECT c FROM s WHERE s.b = r.b) AS c FROM r",
     "SELECT d.* FROM (SELECT a FROM r LIMIT 1) AS d JOIN s ON d.a = s.b",

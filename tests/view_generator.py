@@ -1,14 +1,14 @@
 """Hypothesis strategies: random views of the select-project-join / DISTINCT / UNION class.
 
-The class (DESIGN §6, first milestone): selections, bag projections with deterministic
-expressions, inner joins of any number of table occurrences (self-joins; ``JOIN ... ON``,
-comma joins with the condition in WHERE, ``CROSS JOIN``; equi, non-equi and NULL-sensitive
-conditions), ``DISTINCT``, ``UNION ALL``, ``UNION``, ``INTERSECT``, ``EXCEPT``, derived tables
-in FROM (themselves of the class) and non-recursive ``WITH``. Every generated text is valid
-Spark SQL: column references are resolved against the sources in scope (qualified when a bare
-name would be ambiguous), set-operation branches agree in column count and type kind, output
-names are distinct (or the view lists its own column names), and no expression can fail at
-run time under ANSI mode (no division, no casts of strings to numbers).
+The class (DESIGN §6, first milestone): selections, bag projections with deterministic expressions,
+inner joins of any number of table occurrences (self-joins; ``JOIN ... ON``, comma joins with the
+condition in WHERE, ``CROSS JOIN``; equi, non-equi and NULL-sensitive conditions), ``DISTINCT``,
+``UNION ALL``, ``UNION``, ``INTERSECT``, ``EXCEPT`` (and their ``ALL`` forms), derived tables in
+FROM (themselves of the class) and non-recursive ``WITH``. Every generated text is valid Spark SQL:
+column references are resolved against the sources in scope (qualified when a bare name would be
+ambiguous), set-operation branches agree in column count and type kind, output names are distinct
+(or the view lists its own column names), and no expression can fail at run time under ANSI mode (no
+division, no casts of strings to numbers).
 
 Base tables, over tiny domains so that joins match and duplicates are common::
 
@@ -48,6 +48,8 @@ FEATURES: frozenset[str] = frozenset(
         "union",  # UNION (DISTINCT)
         "intersect",  # INTERSECT (DISTINCT)
         "except",  # EXCEPT (DISTINCT)
+        "intersect_all",  # INTERSECT ALL
+        "except_all",  # EXCEPT ALL
         "derived",  # (subquery) AS d in FROM
         "with",  # WITH w AS (...) (non-recursive)
         "comma_join",  # FROM x, y WHERE <join condition>
@@ -65,6 +67,8 @@ SET_OPERATIONS = {
     "union": "UNION",
     "intersect": "INTERSECT",
     "except": "EXCEPT",
+    "intersect_all": "INTERSECT ALL",
+    "except_all": "EXCEPT ALL",
 }
 
 JOIN_STYLES = {

@@ -182,3 +182,28 @@ WITH expected AS (SELECT c1.v, c4.w FROM c1, c2, c3, c4 WHERE c1.k = c2.k AND c2
 SELECT count(*) AS differing_rows FROM (
   (SELECT * FROM chain EXCEPT ALL SELECT * FROM expected)
   UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM chain)) AS diff;
+
+-- INTERSECT ALL and EXCEPT ALL: the same counters, each row replicated min(n_r, n_s) and
+-- max(n_r - n_s, 0) times (ρ); a counter that moves writes only the difference of copies.
+CREATE TABLE ma (x INT) USING parquet;
+CREATE TABLE mb (x INT) USING parquet;
+INSERT INTO ma VALUES (1), (1), (1), (2), (NULL), (NULL);
+INSERT INTO mb VALUES (1), (2), (2), (NULL);
+CREATE MATERIALIZED VIEW ia REFRESH INCREMENTAL AS SELECT x FROM ma INTERSECT ALL SELECT x FROM mb;
+CREATE MATERIALIZED VIEW ea REFRESH INCREMENTAL AS SELECT x FROM ma EXCEPT ALL SELECT x FROM mb;
+INSERT INTO mb VALUES (1), (NULL), (3);
+DELETE FROM ma WHERE x = 2;
+INSERT INTO ma VALUES (3), (3);
+EXPLAIN REFRESH MATERIALIZED VIEW ea;
+REFRESH MATERIALIZED VIEW ia;
+REFRESH MATERIALIZED VIEW ea;
+SELECT * FROM ia;
+SELECT * FROM ea;
+WITH expected AS (SELECT x FROM ma INTERSECT ALL SELECT x FROM mb)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM ia EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM ia)) AS diff;
+WITH expected AS (SELECT x FROM ma EXCEPT ALL SELECT x FROM mb)
+SELECT count(*) AS differing_rows FROM (
+  (SELECT * FROM ea EXCEPT ALL SELECT * FROM expected)
+  UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM ea)) AS diff;

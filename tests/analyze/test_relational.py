@@ -17,6 +17,7 @@ from sparkmv.analyze.relational import (
     NotMaintainableError,
     Project,
     RelationalBuilder,
+    Replicate,
     Scan,
     UnionAll,
     walk,
@@ -103,8 +104,6 @@ def test_self_join_scans_get_distinct_names() -> None:
         ("SELECT a, uuid() FROM r", "UUID"),
         ("SELECT a, current_timestamp() FROM r", "CURRENT_TIMESTAMP"),
         ("SELECT * FROM r LEFT JOIN s ON r.b = (SELECT max(b) FROM s)", "subquery"),
-        ("SELECT a FROM r EXCEPT ALL SELECT b FROM s", "EXCEPT ALL"),
-        ("SELECT a FROM r INTERSECT ALL SELECT b FROM s", "INTERSECT ALL"),
         (
             "SELECT b, count(*) FROM r GROUP BY b HAVING EXISTS (SELECT 1 FROM s WHERE s.b > 1)",
             "EXISTS / IN \\(subquery\\) in the select list or HAVING",
@@ -221,3 +220,26 @@ def test_a_set_comparison_is_an_aggregate_of_two_counters(query: str, comparison
     in_left, in_right = aggregate.call_outputs
     predicate = root.child.predicate.sql(dialect="spark")
     assert predicate == f"`{in_left}` > 0 AND `{in_right}` {comparison} 0"
+
+
+@pytest.mark.parametrize(
+    ("query", "copies"),
+    [
+        ("SELECT a FROM r EXCEPT ALL SELECT b FROM s", "GREATEST(`{0}` - `{1}`, 0)"),
+        ("SELECT a FROM r INTERSECT ALL SELECT b FROM s", "LEAST(`{0}`, `{1}`)"),
+    ],
+)
+def test_an_all_set_comparison_replicates_each_row_by_its_counters(query: str, copies: str) -> None:
+    """``ρ_k σ_{k > 0} π_{X, k}(γ_{X; n_A, n_B}(A' ⊎ B'))``: ``k`` copies of each row."""
+    root, names = build(query)
+    tagged = "Project(Project(Scan(db.{})))"
+    union = f"UnionAll({tagged.format('r')}, {tagged.format('s')})"
+    assert shape(root) == f"Replicate(Filter(Project(Aggregate({union}))))"
+    assert names == ["a"]
+    assert isinstance(root, Replicate) and isinstance(root.child, Filter)
+    counted = root.child.child
+    assert isinstance(counted, Project) and isinstance(counted.child, Aggregate)
+    assert counted.outputs[-1] == root.copies
+    assert root.outputs == counted.outputs[:-1]
+    in_left, in_right = counted.child.call_outputs
+    assert counted.expressions[-1].sql(dialect="spark") == copies.format(in_left, in_right)

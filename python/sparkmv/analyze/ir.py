@@ -149,7 +149,24 @@ class Window:
         return self.child.outputs + self.call_outputs
 
 
-Node = Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate | Negate | Window
+@dataclass(frozen=True, eq=False)
+class Replicate:
+    """``ρ_n(X)``: each row of ``child`` ``n`` times, ``n`` its column ``copies`` (a
+    non-negative integer), which the output drops. Linear: a row ``(t, n)`` of weight ``w``
+    becomes ``t`` with weight ``w · n``. ``EXCEPT ALL`` and ``INTERSECT ALL`` keep
+    ``max(n_A − n_B, 0)`` and ``min(n_A, n_B)`` copies of a row (``relational``)."""
+
+    child: Node
+    copies: str
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return tuple(name for name in self.child.outputs if name != self.copies)
+
+
+Node = (
+    Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate | Negate | Window | Replicate
+)
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -194,6 +211,8 @@ def expressions(node: Node) -> list[exp.Expr]:
         return [*node.keys, *(c.argument for c in node.calls if c.argument is not None)]
     if isinstance(node, Window):
         return [*node.partition, *node.calls]
+    if isinstance(node, Replicate):
+        return [exp.column(node.copies, quoted=True)]
     return []
 
 
@@ -218,9 +237,10 @@ def passed_columns(root: Node, skipped: frozenset[int] = frozenset()) -> set[str
     its inputs' columns at the needed positions (an outer join's or an anti-join's inputs
     pass through one unnamed), a ``DISTINCT`` every column it compares, a filter, join or
     aggregate its predicate, condition, keys and arguments, a window its functions (with
-    their PARTITION BY and ORDER BY) besides what it passes on (a ``Negate``, a filter, a
-    join and a window pass their inputs' columns under their own names). The nodes whose ids
-    are ``skipped`` read nothing (what reaches a node from above it: skip those below)."""
+    their PARTITION BY and ORDER BY), a ``Replicate`` its copies, besides what it passes on
+    (a ``Negate``, a filter, a join and a window pass their inputs' columns under their own
+    names). The nodes whose ids are ``skipped`` read nothing (what reaches a node from above
+    it: skip those below)."""
     needed = set(root.outputs)
     for node in _parents_first(root):
         if id(node) in skipped:

@@ -81,6 +81,7 @@ from sparkmv.analyze.ir import (
     Node,
     NotMaintainableError,
     Project,
+    Replicate,
     Scan,
     UnionAll,
     Window,
@@ -104,6 +105,7 @@ __all__ = [  # the IR, for the modules that read it through the builder's module
     "NotMaintainableError",
     "Project",
     "RelationalBuilder",
+    "Replicate",
     "Scan",
     "UnionAll",
     "Window",
@@ -221,17 +223,13 @@ class RelationalBuilder:
     def _set_comparison(
         self, tree: exp.Intersect | exp.Except, ctes: dict[str, exp.Expr]
     ) -> tuple[Node, list[str]]:
-        """``A INTERSECT B`` and ``A EXCEPT B`` (set semantics) as an aggregate: with each row
-        of ``A`` tagged ``(1, 0)`` and each of ``B`` ``(0, 1)``,
-        ``π_X σ_{n_A > 0 ∧ n_B ⋈ 0} γ_{X; n_A = Σ tag_A, n_B = Σ tag_B}(A' ⊎ B')`` where ``⋈`` is
-        ``>`` for INTERSECT and ``=`` for EXCEPT: the per-row counters of the two inputs (as
-        Blakeley §5.1's multiplicity counter for DISTINCT), maintained like any ``SUM``.
-        Grouping compares NULLs as equal, as the set operations do. The ``ALL`` forms keep
-        ``min(n_A, n_B)`` or ``max(n_A − n_B, 0)`` copies of a row, which one row per group
-        cannot hold."""
-        operation = type(tree).__name__.upper()
-        if not tree.args.get("distinct"):
-            raise NotMaintainableError(f"{operation} ALL")
+        """``A INTERSECT B`` and ``A EXCEPT B`` over the per-row counters of the two inputs:
+        with each row of ``A`` tagged ``(1, 0)`` and each of ``B`` ``(0, 1)``,
+        ``N = γ_{X; n_A = Σ tag_A, n_B = Σ tag_B}(A' ⊎ B')`` (Blakeley §5.1's multiplicity
+        counters, maintained like any ``SUM``; grouping compares NULLs as equal, as the set
+        operations do). Set semantics keep a row once: ``π_X σ_{n_A > 0 ∧ n_B ⋈ 0}(N)``, ``⋈``
+        ``>`` for INTERSECT and ``=`` for EXCEPT. The ``ALL`` forms keep ``min(n_A, n_B)`` and
+        ``max(n_A − n_B, 0)`` copies: ``ρ_k σ_{k > 0} π_{X, k}(N)`` (``Replicate``)."""
         (left, right), names = self._operands(tree, ctes)
         columns = tuple(self._fresh() for _ in left.outputs)
         tags = (self._fresh(), self._fresh())
@@ -247,16 +245,24 @@ class RelationalBuilder:
         )
         in_left, in_right = (exp.column(count, quoted=True) for count in counts)
         zero = exp.Literal.number(0)
-        right_test = exp.GT if isinstance(tree, exp.Intersect) else exp.EQ
-        predicate = exp.and_(
-            exp.GT(this=in_left, expression=zero), right_test(this=in_right, expression=zero)
-        )
-        node = Project(
-            Filter(aggregate, predicate),
-            tuple(exp.column(key, quoted=True) for key in key_outputs),
-            tuple(self._fresh() for _ in key_outputs),
-        )
-        return node, names
+        keys = tuple(exp.column(key, quoted=True) for key in key_outputs)
+        outputs = tuple(self._fresh() for _ in key_outputs)
+        intersect = isinstance(tree, exp.Intersect)
+        if tree.args.get("distinct"):
+            right_test = exp.GT if intersect else exp.EQ
+            predicate = exp.and_(
+                exp.GT(this=in_left, expression=zero), right_test(this=in_right, expression=zero)
+            )
+            return Project(Filter(aggregate, predicate), keys, outputs), names
+        if intersect:
+            copies: exp.Expr = exp.Least(this=in_left, expressions=[in_right])
+        else:
+            difference = exp.Sub(this=in_left, expression=in_right)
+            copies = exp.Greatest(this=difference, expressions=[zero])
+        count = self._fresh()
+        counted = Project(aggregate, (*keys, copies), (*outputs, count))
+        positive = exp.GT(this=exp.column(count, quoted=True), expression=zero)
+        return Replicate(Filter(counted, positive), count), names
 
     def _tagged(self, node: Node, tags: tuple[int, ...]) -> Project:
         """``node``'s rows with the constant columns ``tags`` appended."""
