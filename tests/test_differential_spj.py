@@ -349,8 +349,10 @@ class Outside:
         return self.construct in VOLATILE
 
 
-# Constructs incremental maintenance never covers (non-deterministic, order-dependent, windows,
-# floating-point sums, aggregates without a delta rule).
+# Constructs incremental maintenance never covers (non-deterministic, order-dependent, window
+# functions whose values depend on how ties are broken, floating-point sums, aggregates without
+# a delta rule). Windows over total orders and tie-free ones are maintained
+# (delta/window.py; test_differential_windows.py).
 NEVER_INCREMENTAL = (
     "rand",
     "current_timestamp",
@@ -399,14 +401,19 @@ def outside_views(draw: Draw, construct: str | None = None) -> Outside:
         query = f"SELECT q.* FROM {q} CROSS JOIN {sampled} TABLESAMPLE ({sample}) AS x"
         return Outside(construct, query, False)
     if construct == "window":
-        over = builder.pick(
-            [
-                f"COUNT(*) OVER (PARTITION BY q.{column.name})",
-                f"rank() OVER (ORDER BY q.{column.name})",
-                f"COUNT(q.{column.name}) OVER ()",
-            ]
-        )
-        return Outside(construct, f"SELECT q.*, {over} AS w FROM {q}", True)
+        # ties broken at random (every column of q reaches the view, none is ordered by), a
+        # floating-point sum, a window over GROUP BY's output
+        text = f"CAST(q.{column.name} AS STRING)"
+        shape = builder.pick(["ties", "double", "grouped"])
+        if shape == "ties":
+            query = f"SELECT q.*, row_number() OVER (ORDER BY 1) AS w FROM {q}"
+        elif shape == "double":
+            over = f"SUM(CAST(length({text}) AS DOUBLE)) OVER (PARTITION BY {text})"
+            query = f"SELECT q.*, {over} AS w FROM {q}"
+        else:
+            over = "rank() OVER (ORDER BY count(*))"
+            query = f"SELECT q.{column.name}, {over} AS w FROM {q} GROUP BY q.{column.name}"
+        return Outside(construct, query, shape != "ties")
     if construct == "aggregate":  # one the rules do not maintain
         argument = f"q.{ints[0].name}" if ints else f"length(q.{column.name})"
         measure = builder.pick(
@@ -503,7 +510,9 @@ REFUSED = [
     "SELECT b, collect_list(a) AS l FROM r GROUP BY b",
     "SELECT b, COUNT(a) FILTER (WHERE a > 1) AS n FROM r GROUP BY b",
     "SELECT b, COUNT(*) AS n FROM r GROUP BY ROLLUP (b)",
-    "SELECT a, rank() OVER (PARTITION BY b ORDER BY a) AS k FROM r",
+    "SELECT a, b, row_number() OVER (PARTITION BY b ORDER BY b) AS k FROM r",
+    "SELECT b, sum(CAST(a AS DOUBLE)) OVER (PARTITION BY b) AS s FROM r",
+    "SELECT b, rank() OVER (ORDER BY count(*)) AS k FROM r GROUP BY b",
     "SELECT b, COUNT(*) AS n FROM r GROUP BY b HAVING EXISTS (SELECT 1 FROM s WHERE s.b > 1)",
     "SELECT a, (SELECT c FROM s WHERE s.b = r.b) AS c FROM r",
     "SELECT d.* FROM (SELECT a FROM r LIMIT 1) AS d JOIN s ON d.a = s.b",

@@ -131,6 +131,25 @@ class Negate:
 
 
 @dataclass(frozen=True, eq=False)
+class Window:
+    """``W_{K; f_1 … f_m}(child)``: every row of ``child`` with the values of the window
+    functions ``calls`` (each an ``exp.Window``: the function, its PARTITION BY, ORDER BY and
+    frame, over ``child``'s columns) appended as ``call_outputs``. ``partition`` holds the
+    partition expressions the calls share (the intersection of their PARTITION BYs): a call's
+    value in a row depends only on the rows of the same ``partition`` values, which is what
+    ``delta/window.py`` recomputes. Empty: some call reads the whole input."""
+
+    child: Node
+    partition: tuple[exp.Expr, ...]
+    calls: tuple[exp.Window, ...]
+    call_outputs: tuple[str, ...]
+
+    @property
+    def outputs(self) -> tuple[str, ...]:
+        return self.child.outputs + self.call_outputs
+
+
+@dataclass(frozen=True, eq=False)
 class Replicate:
     """``ρ_n(X)``: each row of ``child`` ``n`` times, ``n`` its column ``copies`` (a
     non-negative integer), which the output drops. Linear: a row ``(t, n)`` of weight ``w``
@@ -145,7 +164,9 @@ class Replicate:
         return tuple(name for name in self.child.outputs if name != self.copies)
 
 
-Node = Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate | Negate | Replicate
+Node = (
+    Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate | Negate | Window | Replicate
+)
 
 
 def children(node: Node) -> tuple[Node, ...]:
@@ -178,8 +199,8 @@ def scanned_tables(node: Node) -> set[str]:
 
 
 def expressions(node: Node) -> list[exp.Expr]:
-    """The expressions ``node`` evaluates (its predicate, condition, select list, keys and
-    aggregate arguments)."""
+    """The expressions ``node`` evaluates (its predicate, condition, select list, keys,
+    aggregate arguments and window functions)."""
     if isinstance(node, Filter):
         return [node.predicate]
     if isinstance(node, Join):
@@ -188,6 +209,8 @@ def expressions(node: Node) -> list[exp.Expr]:
         return list(node.expressions)
     if isinstance(node, Aggregate):
         return [*node.keys, *(c.argument for c in node.calls if c.argument is not None)]
+    if isinstance(node, Window):
+        return [*node.partition, *node.calls]
     if isinstance(node, Replicate):
         return [exp.column(node.copies, quoted=True)]
     return []
@@ -208,16 +231,20 @@ def read_columns(root: Node) -> dict[str, set[str]]:
     return read
 
 
-def passed_columns(root: Node) -> set[str]:
+def passed_columns(root: Node, skipped: frozenset[int] = frozenset()) -> set[str]:
     """The columns (internal names) that the view's rows or a condition read, top down from
     the root's outputs: a projection reads its needed outputs' expressions, a ``UNION ALL``
     its inputs' columns at the needed positions (an outer join's or an anti-join's inputs
     pass through one unnamed), a ``DISTINCT`` every column it compares, a filter, join or
-    aggregate its predicate, condition, keys and arguments (a ``Replicate`` its copies)
-    besides what it passes on (a ``Negate``, a filter and a join pass their inputs' columns
-    under their own names)."""
+    aggregate its predicate, condition, keys and arguments, a window its functions (with
+    their PARTITION BY and ORDER BY), a ``Replicate`` its copies, besides what it passes on
+    (a ``Negate``, a filter, a join and a window pass their inputs' columns under their own
+    names). The nodes whose ids are ``skipped`` read nothing (what reaches a node from above
+    it: skip those below)."""
     needed = set(root.outputs)
     for node in _parents_first(root):
+        if id(node) in skipped:
+            continue
         wanted = needed & set(node.outputs)
         if isinstance(node, Project):
             pairs = zip(node.expressions, node.outputs, strict=True)

@@ -28,8 +28,10 @@ from sparkmv.analyze.relational import (
     Node,
     NotMaintainableError,
     RelationalBuilder,
+    Window,
     walk,
 )
+from sparkmv.analyze.windows import tie_sensitive_construct
 
 # Spark's names of the aggregate functions the rules maintain (``AGGREGATE_FUNCTIONS``).
 MAINTAINED_AGGREGATES = frozenset(AGGREGATE_FUNCTIONS.values())
@@ -89,8 +91,6 @@ def analyze_maintainability(
         return Maintainability(
             False, "sqlglot cannot parse the query, so its deltas cannot be derived"
         )
-    if query.tree.find(exp.Window):  # the IR has no window node: name it, not its symptom
-        return not_maintainable("window function")
     try:
         root, _ = RelationalBuilder(dict(columns)).build(qualified(query.tree, database, columns))
     except NotMaintainableError as error:
@@ -101,11 +101,15 @@ def analyze_maintainability(
         if construct:  # what the user can act on, besides sqlglot's complaint
             return not_maintainable(f"a {construct} that sqlglot cannot resolve ({first_line})")
         return Maintainability(False, f"sqlglot cannot resolve the query ({first_line})")
+    tie_sensitive = tie_sensitive_construct(root)
+    if tie_sensitive:
+        return Maintainability(False, tie_sensitive)
     grouped = any(isinstance(node, Aggregate) for node in walk(root))
+    windowed = any(isinstance(node, Window) for node in walk(root))
     construct = ""
     if check_plan:  # sqlglot's blind spots
         assert data is not None, "checking Spark's plan needs the analyzed query"
-        construct = spark_plan_construct(data, grouped)
+        construct = spark_plan_construct(data, grouped, windowed)
     if construct:
         return not_maintainable(construct)
     return Maintainability(True, "the query is incrementally maintainable", root)
@@ -127,10 +131,12 @@ def qualified(tree: exp.Expr, database: str, columns: Mapping[str, tuple[str, ..
     return qualify(tree, schema=schema, db=database, dialect="spark")
 
 
-def spark_plan_construct(data: DataFrame, grouped: bool) -> str:
+def spark_plan_construct(data: DataFrame, grouped: bool, windowed: bool = False) -> str:
     """A construct of Spark's analyzed plan of ``data`` outside the maintainable class;
     ``grouped``: the IR has aggregates, so Spark's ``Aggregate`` nodes are expected, with
-    only the aggregate functions the rules maintain."""
+    only the aggregate functions the rules maintain; ``windowed``: the IR has windows, so
+    Spark's ``Window`` nodes are expected (their functions are those of the IR's windows,
+    which ``analyze/windows`` admitted)."""
     plan: Any = data._jdf.queryExecution().analyzed()
     if not plan.deterministic():
         return "a non-deterministic expression"
@@ -140,6 +146,8 @@ def spark_plan_construct(data: DataFrame, grouped: bool) -> str:
         name = str(node.nodeName())
         if name == "Aggregate" and grouped:
             construct = _aggregate_functions_construct(node)
+        elif name == "Window" and windowed:
+            construct = ""
         else:
             construct = SPARK_PLAN_CONSTRUCTS.get(name, "")
         if construct:

@@ -15,7 +15,10 @@ becomes a tree of
   two inputs over their ``UnionAll``, ``RelationalBuilder._set_comparison``);
 - ``Aggregate`` (``GROUP BY`` and aggregate functions: ``COUNT``, ``SUM``, ``AVG``, ``MIN``,
   ``MAX``, also ``DISTINCT``), with ``HAVING`` as a ``Filter`` and the select list as a
-  ``Project`` above it.
+  ``Project`` above it;
+- ``Window`` (window functions in the select list of a query without GROUP BY: each
+  distinct call computed once over the rows of FROM and WHERE, the select list a ``Project``
+  above it reading the calls' outputs; ``analyze/windows`` says which functions).
 
 Subqueries in ``FROM`` and non-recursive ``WITH`` are inlined (each reference to a CTE is
 its own subtree). ``ORDER BY`` without ``LIMIT`` is dropped: a view is a multiset.
@@ -81,12 +84,14 @@ from sparkmv.analyze.ir import (
     Replicate,
     Scan,
     UnionAll,
+    Window,
     children,
     expressions,
     read_columns,
     scanned_tables,
     walk,
 )
+from sparkmv.analyze.windows import function_of, unsupported_window_call
 
 __all__ = [  # the IR, for the modules that read it through the builder's module
     "AGGREGATE_FUNCTIONS",
@@ -103,6 +108,7 @@ __all__ = [  # the IR, for the modules that read it through the builder's module
     "Replicate",
     "Scan",
     "UnionAll",
+    "Window",
     "children",
     "expressions",
     "read_columns",
@@ -113,14 +119,34 @@ __all__ = [  # the IR, for the modules that read it through the builder's module
 
 def _aggregates(select: exp.Select) -> bool:
     """Whether ``select`` groups: ``GROUP BY``, ``HAVING`` or an aggregate function in its
-    select list (not one inside a subquery)."""
+    select list (not one inside a subquery, nor a window function)."""
     if select.args.get("group") or select.args.get("having"):
         return True
     return any(
-        isinstance(node, exp.AggFunc)
+        isinstance(node, exp.AggFunc) and not _window_function(node)
         for projection in select.expressions
         for node in projection.walk(prune=lambda n: isinstance(n, (exp.Subquery, exp.Select)))
     )
+
+
+def _window_function(node: exp.Expr) -> bool:
+    """Whether ``node`` is the function of a window call (``SUM`` in ``SUM(x) OVER (...)``):
+    not an aggregate of the enclosing query (its arguments may hold one)."""
+    while isinstance(node.parent, (exp.IgnoreNulls, exp.RespectNulls)):
+        node = node.parent
+    return isinstance(node.parent, exp.Window) and node.arg_key == "this"
+
+
+def _window_calls(expression: exp.Expr) -> list[exp.Window]:
+    """The window calls of a select-list item (not those of a subquery in it, refused)."""
+    calls = list(expression.find_all(exp.Window))
+    for call in calls:
+        if call.find_ancestor(exp.Subquery, exp.Exists, exp.Select) not in (
+            None,
+            expression.parent_select,
+        ):
+            raise NotMaintainableError("a window function in a subquery of an expression")
+    return calls
 
 
 @dataclass
@@ -261,9 +287,16 @@ class RelationalBuilder:
                 raise NotMaintainableError("an unexpanded *")
             projections.append(projection.unalias())
         names = [projection.alias_or_name.lower() for projection in select.expressions]
+        windowed = any(_window_calls(projection) for projection in projections)
         if _aggregates(select):
+            if windowed:
+                raise NotMaintainableError(
+                    "a window function in an aggregate query (over the output of GROUP BY)"
+                )
             node, expressions = self._grouped(select, node, projections, scope, ctes)
         else:
+            if windowed:
+                node, projections = self._windowed(node, projections, scope)
             node, expressions = self._selected(node, projections, scope, ctes)
         node = Project(node, tuple(expressions), tuple(self._fresh() for _ in expressions))
         if select.args.get("distinct"):
@@ -490,6 +523,62 @@ class RelationalBuilder:
         held = [self._placeheld(_negation_normal(e), values) for e in projections]
         node, values = self._subquery_values(node, values, scope, ctes)
         return node, [self._expression(e, scope, values=values) for e in held]
+
+    def _windowed(
+        self, node: Node, projections: list[exp.Expr], scope: dict[str, _Relation]
+    ) -> tuple[Window, list[exp.Expr]]:
+        """``Window`` over ``node`` (the rows of FROM and WHERE) with each distinct window
+        call of the select list, and the list with each call replaced by its output: a
+        column the scope resolves (under the alias "", which no FROM item has), so that the
+        joins of subqueries in the list rename it like any other. The window's partition is
+        what the calls' PARTITION BYs share."""
+        calls: dict[str, tuple[exp.Window, str]] = {}
+
+        def hold(expression: exp.Expr) -> exp.Expr:
+            if not isinstance(expression, exp.Window):
+                return expression
+            call = self._window_call(expression, scope)
+            known = calls.setdefault(call.sql(dialect="spark"), (call, self._fresh()))
+            return exp.column(known[1])
+
+        held = []
+        for projection in projections:
+            _window_calls(projection)  # refuses one inside a subquery, which hold would take
+            held.append(projection.transform(hold))
+        resolved = [call for call, _ in calls.values()]
+        shared = [
+            key
+            for key in resolved[0].args.get("partition_by") or []
+            if all(
+                key.sql() in {k.sql() for k in call.args.get("partition_by") or []}
+                for call in resolved
+            )
+        ]
+        outputs = tuple(output for _, output in calls.values())
+        window = Window(node, tuple(shared), tuple(resolved), outputs)
+        scope[""] = _Relation(window, {output: output for output in outputs})
+        return window, held
+
+    def _window_call(self, call: exp.Window, scope: dict[str, _Relation]) -> exp.Window:
+        """A window call over the internal names of ``scope``; refused when the rule does not
+        maintain its function (``windows.unsupported_window_call``) or its arguments, keys or
+        order hold what no expression may (an aggregate, a subquery, another window)."""
+        construct = unsupported_window_call(call)
+        if construct:
+            raise NotMaintainableError(construct)
+        order = call.args.get("order")
+        parts = [
+            *function_of(call).iter_expressions(),
+            *(call.args.get("partition_by") or []),
+            *(order.expressions if order else []),
+        ]
+        for part in parts:
+            construct = find_unsupported_expression(part)
+            if construct:
+                raise NotMaintainableError(construct)
+        renamed = self._renamed(call, scope)
+        assert isinstance(renamed, exp.Window)
+        return renamed
 
     def _grouped(
         self,
@@ -776,6 +865,16 @@ class RelationalBuilder:
         construct = find_unsupported_expression(expression)
         if construct:
             raise NotMaintainableError(construct)
+        return self._renamed(expression, scope, outer, values)
+
+    def _renamed(
+        self,
+        expression: exp.Expr,
+        scope: dict[str, _Relation],
+        outer: dict[str, _Relation] | None = None,
+        values: dict[str, exp.Expr] | None = None,
+    ) -> exp.Expr:
+        """``_expression`` without its check of the constructs inside."""
 
         def rename(node: exp.Expr) -> exp.Expr:
             if not isinstance(node, exp.Column) or isinstance(node.this, exp.Star):

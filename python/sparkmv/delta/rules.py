@@ -17,6 +17,7 @@ from sparkmv.delta import (
     scan,
     selection,
     union_all,
+    window,
 )
 from sparkmv.delta.engine import BaseState, DeltaEngine, DeltaRule
 from sparkmv.delta.relation import TempViews
@@ -31,6 +32,7 @@ RULES: tuple[DeltaRule, ...] = (
     replicate.RULE,
     distinct.RULE,
     aggregate.RULE,
+    window.RULE,
 )
 
 

@@ -4,6 +4,11 @@
 (``ChangeSource.net_changes``, Hanson §2.2's ``A-net``/``D-net`` as one Z-set), and
 ``R_old = R_new − ΔR`` (Hanson Appendix A: ``R' = R − D`` with the net changes; here as a
 weighted union, so no row is deleted more often than it occurs).
+
+The net change holds NULL in the columns the view never reads (``BaseState.read``, so that an
+update of those alone cancels); ``R_new``'s are then NULL in ``R_old`` too, so that a row and
+its retraction are equal rows and cancel when a rule consolidates ``R_old`` (a window's, whose
+rows keep every column of its input). Nothing above a scan reads those columns.
 """
 
 from __future__ import annotations
@@ -11,15 +16,17 @@ from __future__ import annotations
 from sparkmv.analyze.relational import Scan
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, renamed
+from sparkmv.parse.statements import quote_identifier
 
 
 def evaluate(node: Scan, version: Version, engine: DeltaEngine) -> Relation:
     state = engine.tables[node.table]
-    sql = f"{_select(node, 'CAST(1 AS BIGINT)')} FROM {engine.view_of(state.rows)}"
     if version is Version.OLD and state.change is not None:
+        kept = _select(node, "CAST(1 AS BIGINT)", state.read)
         retracted = _select(node, f"-CAST({WEIGHT_SQL} AS BIGINT)")
-        sql += f" UNION ALL {retracted} FROM {engine.view_of(state.change)}"
-    return engine.query(sql)
+        sql = f"{kept} FROM {engine.view_of(state.rows)}"
+        return engine.query(f"{sql} UNION ALL {retracted} FROM {engine.view_of(state.change)}")
+    return engine.query(f"{_select(node, 'CAST(1 AS BIGINT)')} FROM {engine.view_of(state.rows)}")
 
 
 def delta(node: Scan, engine: DeltaEngine) -> Relation:
@@ -34,9 +41,19 @@ def delta(node: Scan, engine: DeltaEngine) -> Relation:
     return engine.query(sql)
 
 
-def _select(node: Scan, weight: str) -> str:
-    """The select list of the scan's columns under its internal names, then ``weight``."""
-    return f"SELECT {renamed(node.columns, node.outputs)}, {weight} AS {WEIGHT_SQL}"
+def _select(node: Scan, weight: str, read: set[str] | None = None) -> str:
+    """The select list of the scan's columns under its internal names, then ``weight``;
+    the columns not in ``read`` (None: all are) NULL, of their type."""
+    if read is None:
+        return f"SELECT {renamed(node.columns, node.outputs)}, {weight} AS {WEIGHT_SQL}"
+    wanted = {name.lower() for name in read}
+    columns = [
+        quote_identifier(c) if c.lower() in wanted else f"if(FALSE, {quote_identifier(c)}, NULL)"
+        for c in node.columns
+    ]
+    pairs = zip(columns, node.outputs, strict=True)
+    selected = ", ".join(f"{c} AS {quote_identifier(o)}" for c, o in pairs)
+    return f"SELECT {selected}, {weight} AS {WEIGHT_SQL}"
 
 
 def describe(node: Scan, version: Version | None, engine: DeltaEngine) -> str:
