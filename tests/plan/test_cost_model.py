@@ -7,18 +7,20 @@ from dataclasses import replace
 
 import pytest
 import sqlglot
-from sparkmv.analyze.relational import Aggregate, Join, Scan
+from sparkmv.analyze.relational import Aggregate, Distinct, Join, Project, Scan
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata, RefreshStats
 from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshTrigger, TableName
 from sparkmv.plan.cost import (
     FIXED_MS,
     HISTORY_BASE_BYTES,
     STALE_HALF_LIFE,
+    STEP_MS,
     TIE_MS,
     confidence,
     estimate_cost,
     joined_bytes,
     size,
+    steps_apart,
 )
 
 KB = 1024
@@ -221,3 +223,21 @@ def test_a_tie_goes_to_full_when_the_incremental_terms_scan_about_the_base() -> 
     assert fact_only.cheaper() is RefreshMode.INCREMENTAL
     small = int(HISTORY_BASE_BYTES / 8)
     assert estimate_cost(view(), small, KB, small).cheaper() is RefreshMode.INCREMENTAL
+
+
+def test_changes_computed_apart_add_a_step_each() -> None:
+    """A DISTINCT below a join is computed apart (its counters, before and after); the
+    view's own top aggregate, under its select list, is not; nothing counts when the change
+    does not reach it."""
+    fact = Scan("db.fact", ("k", "x"), ("k", "x"), "f")
+    dim = Scan("db.dim", ("k2", "y"), ("k2", "y"), "d")
+    keys = Distinct(dim)
+    joined = Join((fact, keys), sqlglot.parse_one("k = k2"))
+    root = Project(Aggregate(joined, (), (), (), ()), (), ())
+    assert steps_apart(root, {"db.dim"}) == 1
+    assert steps_apart(root, {"db.fact"}) == 0
+    assert steps_apart(Distinct(fact), {"db.fact"}) == 0
+    flat = estimate_cost(view(), 10 * KB, KB)
+    stepped = estimate_cost(view(), 10 * KB, KB, steps=3)
+    assert stepped.incremental is not None and flat.incremental is not None
+    assert stepped.incremental.model_ms == flat.incremental.model_ms + 3 * STEP_MS

@@ -6,7 +6,7 @@ in proportion to the base relations. The model, in milliseconds, over sizes that
 the change logs' manifests give without a Spark job (bytes of parquet files):
 
     incremental = FIXED_MS + INCREMENTAL_MS_PER_CHANGE_BYTE · change bytes
-                           + FULL_MS_PER_BASE_BYTE · joined bytes
+                           + FULL_MS_PER_BASE_BYTE · joined bytes + STEP_MS · steps apart
     full        = FIXED_MS + FULL_MS_PER_BASE_BYTE · base bytes + FULL_MS_PER_VIEW_ROW · view rows
 
 Either mode runs a few Spark jobs (about 0.1 s each here) and one metastore commit: the same
@@ -22,6 +22,13 @@ joins, changed or not (``delta/join.py``), as a full refresh scans it. Those *jo
 (``joined_bytes``) cost what a full refresh's scan costs per byte, so a join view whose every
 input changed (TPC-H's ``orders`` and ``lineitem`` both) reads about its base tables whatever
 the change, and breaks even only where the full refresh's own joins and write cost more.
+
+Some changes are computed apart, each by a Spark job of its own before the last one
+(``steps_apart``): a DISTINCT's or a grouped aggregate's below the view's root (their counters
+and groups, before and after the change), a window's touched partitions, and a subtree that
+several parents of a decorrelated subquery or outer join read. A view of such steps pays
+``STEP_MS`` each, where a full refresh runs the query as one plan: TPC-H Q16 (``NOT IN``,
+``COUNT(DISTINCT)`` over a join) runs 19 jobs incrementally against 11 in full.
 
 The model is corrected by the view's measured history (``catalog.metadata.ModeHistory``): a
 mode's estimate is multiplied by ``(mean_ms / mean_model_ms) ** weight`` — how its refreshes
@@ -53,7 +60,20 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from sparkmv import fs
-from sparkmv.analyze.relational import Join, Node, Scan, scanned_tables, walk
+from sparkmv.analyze.ir import (
+    Aggregate,
+    Distinct,
+    Filter,
+    Join,
+    Negate,
+    Node,
+    Project,
+    Scan,
+    Window,
+    scanned_tables,
+    shared_nodes,
+    walk,
+)
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata
@@ -72,6 +92,8 @@ FULL_MS_PER_VIEW_ROW = 1e-3
 HISTORY_BASE_BYTES = FIXED_MS / FULL_MS_PER_BASE_BYTE
 """Base-table bytes (30 MB) at which the measured history counts half: there a full refresh's
 scan costs as much as its fixed part."""
+STEP_MS = 100.0
+"""A change computed apart, by a Spark job of its own (``steps_apart``)."""
 TIE_MS = 100.0
 """Estimates this close are a tie (``CostEstimate.cheaper``)."""
 BASE_SHARE_READ_IN_FULL = 0.5
@@ -167,11 +189,16 @@ class CostEstimate:
 
 
 def estimate_cost(
-    view: MvMetadata, base_bytes: int, change_bytes: int | None = None, joined_bytes: int = 0
+    view: MvMetadata,
+    base_bytes: int,
+    change_bytes: int | None = None,
+    joined_bytes: int = 0,
+    steps: int = 0,
 ) -> CostEstimate:
     """The estimates of a refresh of ``view`` over ``base_bytes`` of base tables, with
-    ``change_bytes`` logged since its last refresh (None: it cannot be incremental) and
-    ``joined_bytes`` of inputs its change is joined with (``joined_bytes``)."""
+    ``change_bytes`` logged since its last refresh (None: it cannot be incremental),
+    ``joined_bytes`` of inputs its change is joined with (``joined_bytes``) and ``steps``
+    changes computed apart (``steps_apart``)."""
     scale = base_bytes / (base_bytes + HISTORY_BASE_BYTES)
     stats = view.stats
     history = stats.cost_history
@@ -183,6 +210,7 @@ def estimate_cost(
         FIXED_MS
         + INCREMENTAL_MS_PER_CHANGE_BYTE * change_bytes
         + FULL_MS_PER_BASE_BYTE * joined_bytes
+        + STEP_MS * steps
     )
     incremental = _corrected(
         incremental_ms, history.get(RefreshMode.INCREMENTAL), scale, stats.refreshes
@@ -235,6 +263,31 @@ def joined_bytes(root: Node, table_bytes: Mapping[str, int], changed: set[str]) 
         total += sum(inside - sizes[i] for i in hit)
         total += sum(size for i, size in enumerate(sizes) if i not in core)
     return total
+
+
+def steps_apart(root: Node, changed: set[str]) -> int:
+    """The changes of ``root``'s nodes that reach ``changed`` tables and are computed by a
+    job of their own: a DISTINCT's or an aggregate's below the view's own (the top one, under
+    the select list and HAVING, whose state the storage keeps), a window's, and a subtree
+    several parents read above a ``Negate`` (``DeltaEngine._find_shared``)."""
+    top = root
+    while isinstance(top, (Project, Filter)):
+        top = top.child
+    shared = {
+        id(node)
+        for node in shared_nodes(root)
+        if any(isinstance(below, Negate) for below in walk(node))
+    }
+    return sum(
+        1
+        for node in walk(root)
+        if scanned_tables(node) & changed
+        and (
+            id(node) in shared
+            or isinstance(node, Window)
+            or (node is not top and isinstance(node, (Distinct, Aggregate)))
+        )
+    )
 
 
 def cost_based(spark: SparkSession) -> bool:

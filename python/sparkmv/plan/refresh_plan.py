@@ -48,6 +48,7 @@ from sparkmv.plan.cost import (
     estimate_cost,
     joined_bytes,
     logged_bytes,
+    steps_apart,
     table_bytes,
 )
 from sparkmv.plan.view_delta import checked_maintainability, maintainability_of, schemas_key
@@ -159,9 +160,13 @@ def plan_refresh(
         return RefreshPlan(RefreshMode.INCREMENTAL, NO_CHANGE, nothing_pending=True, query=query)
     assert maintainability.root is not None
     sizes = table_bytes(bases)
-    joined = joined_bytes(maintainability.root, sizes, {table.name for table in changed})
+    names = {table.name for table in changed}
     cost = estimate_cost(
-        view, sum(sizes.values()), change_bytes(spark, maintainability, bases, changed), joined
+        view,
+        sum(sizes.values()),
+        change_bytes(spark, maintainability, bases, changed),
+        joined_bytes(maintainability.root, sizes, names),
+        steps_apart(maintainability.root, names),
     )
     if requested is None and view.policy is RefreshPolicy.AUTO and cost_based(spark):
         return RefreshPlan(cost.cheaper(), cost.choice(), changed, cost, query=query)
