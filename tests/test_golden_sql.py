@@ -225,12 +225,23 @@ def fresh_database(spark: SparkSession, name: str) -> Iterator[None]:
 # -- golden text -----------------------------------------------------------------------------
 
 
+def set_keys(queries: list[str]) -> list[str]:
+    """The session confs ``SET key = value`` statements among ``queries`` set."""
+    found = (re.match(r"SET\s+([\w.]+)\s*=", query, re.IGNORECASE) for query in queries)
+    return [match.group(1) for match in found if match]
+
+
 def golden_text(spark: SparkSession, input_file: Path) -> str:
-    """The whole result file for ``input_file``, run in its own database."""
+    """The whole result file for ``input_file``, run in its own database; the confs it sets
+    are unset afterwards (the session is shared with the files after it)."""
     normalise = normaliser(spark)
     queries = split_queries(input_file.read_text())
-    with fresh_database(spark, database_name(input_file)):
-        outputs = [run_query(spark, query, normalise) for query in queries]
+    try:
+        with fresh_database(spark, database_name(input_file)):
+            outputs = [run_query(spark, query, normalise) for query in queries]
+    finally:
+        for key in set_keys(queries):
+            spark.conf.unset(key)
     return HEADER + "\n\n" + "\n\n\n".join(output.render() for output in outputs) + "\n"
 
 

@@ -148,5 +148,5 @@ def _added_rows(
     added = ParsedQuery(query, parse_query(query, plan.database).tree, plan.query.base_tables)
     maintained = analyze_maintainability(added, plan.database, None, columns, check_plan=False)
     states = {base.name: BaseState(base.rows(context.spark)) for base in bases}
-    engine = delta_engine(context.spark, states)
-    return stored_rows(maintained, engine)
+    with delta_engine(context.spark, states) as engine:  # its temporary views, dropped
+        return stored_rows(maintained, engine)  # once analyzed, the rows no longer need them
