@@ -7,7 +7,7 @@ from dataclasses import replace
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from sparkmv.analyze.maintainability import analyze_maintainability, qualified
+from sparkmv.analyze.maintainability import Maintainability, analyze_maintainability, qualified
 from sparkmv.analyze.query import ParsedQuery, current_database, parse_query
 from sparkmv.apply import snapshot
 from sparkmv.capture.tracking import BaseTable, positions
@@ -116,18 +116,27 @@ def derived_rows(
     found = derivation(old_tree, qualified(plan.query.tree, plan.database, columns))
     if found is None:
         return None
+    added: Maintainability | None = None
+    if found.added_query is not None:
+        tree = parse_query(found.added_query, plan.database).tree
+        query = ParsedQuery(found.added_query, tree, plan.query.base_tables)
+        added = analyze_maintainability(query, plan.database, None, columns, check_plan=False)
+        if not added.incremental:
+            return None
     old_names = [item.alias_or_name for item in old_tree.expressions]
     old_rows = context.spark.table(view.name.quoted).toDF(*old_names).alias(OLD_ROWS)
-    rows = _as_stored(old_rows.selectExpr(*found.select_list), found, plan)
-    if found.added_query is not None:
-        rows = rows.unionByName(_added_rows(context, plan, found.added_query, bases, columns))
+    rows = _as_stored(old_rows, found, plan)
+    if added is not None:
+        rows = rows.unionByName(_added_rows(context, added, bases))
     return DerivedRows(rows, found.change)
 
 
-def _as_stored(rows: DataFrame, found: Derivation, plan: CreatePlan) -> DataFrame:
-    """``rows`` filtered, with the new query's column types, under the storage's names."""
-    if found.filter is not None:
-        rows = rows.where(found.filter)
+def _as_stored(old_rows: DataFrame, found: Derivation, plan: CreatePlan) -> DataFrame:
+    """The old rows filtered and projected as ``found`` says, with the new query's column
+    types, under the storage's names."""
+    if found.filter is not None:  # over the old columns, some of which the projection drops
+        old_rows = old_rows.where(found.filter)
+    rows = old_rows.selectExpr(*found.select_list)
     names = storage_columns(len(plan.data.schema.fields))
     typed = [
         F.col(column).cast(field.dataType).alias(name)
@@ -137,16 +146,11 @@ def _as_stored(rows: DataFrame, found: Derivation, plan: CreatePlan) -> DataFram
 
 
 def _added_rows(
-    context: CommandContext,
-    plan: CreatePlan,
-    query: str,
-    bases: list[BaseTable],
-    columns: dict[str, tuple[str, ...]],
+    context: CommandContext, maintained: Maintainability, bases: list[BaseTable]
 ) -> DataFrame:
-    """The stored rows of ``query`` (the rows removed conjuncts excluded) over the base
-    tables at the versions tracking logged, through the delta rules as CREATE reads them."""
-    added = ParsedQuery(query, parse_query(query, plan.database).tree, plan.query.base_tables)
-    maintained = analyze_maintainability(added, plan.database, None, columns, check_plan=False)
+    """The stored rows of the query ``maintained`` was found for (the rows removed
+    conjuncts excluded) over the base tables at the versions tracking logged, through the
+    delta rules as CREATE reads them."""
     states = {base.name: BaseState(base.rows(context.spark)) for base in bases}
     with delta_engine(context.spark, states) as engine:  # its temporary views, dropped
         return stored_rows(maintained, engine)  # once analyzed, the rows no longer need them
