@@ -271,6 +271,18 @@ def shared_nodes(root: Node) -> list[Node]:
     return [node for node in walk(root) if parents.get(id(node), 0) > 1]
 
 
+def shared_above_negation(root: Node) -> list[Node]:
+    """The shared nodes of ``root`` (``shared_nodes``) with a ``Negate`` below them: those
+    whose change the delta engine computes apart, by a job of its own (each reader would
+    otherwise inline its SQL: a chain of k outer joins would hold ~3^k copies of the first
+    one's change)."""
+    return [
+        node
+        for node in shared_nodes(root)
+        if any(isinstance(below, Negate) for below in walk(node))
+    ]
+
+
 def _parents_first(root: Node) -> list[Node]:
     """The nodes of ``root`` with every node after all of its parents (a shared subtree
     after each of its readers): reversed post-order."""

@@ -24,7 +24,14 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from sparkmv.analyze.ir import Negate, Node, Scan, scanned_tables, shared_nodes, walk
+from sparkmv.analyze.ir import (
+    Node,
+    Scan,
+    scanned_tables,
+    shared_above_negation,
+    shared_nodes,
+    walk,
+)
 from sparkmv.delta.relation import Relation, TempViews
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.zset import WEIGHT, column, materialized
@@ -156,14 +163,10 @@ class DeltaEngine:
         return known[1]
 
     def _find_shared(self, root: Node) -> None:
-        """Note the nodes under ``root`` whose change is computed apart, by a job of its own:
-        those read by several parents above a nested decorrelation (a ``Negate`` below them).
-        Each reader inlines a change's SQL, so a chain of k outer joins (or scalar subqueries)
-        would hold ~3^k copies of the first one's change; computed apart, one each."""
+        """Note the nodes under ``root`` whose change is computed apart, by a job of its own
+        (``ir.shared_above_negation``)."""
         self._analyzed.update(id(node) for node in walk(root))
-        for node in shared_nodes(root):
-            if any(isinstance(below, Negate) for below in walk(node)):
-                self._shared.add(id(node))
+        self._shared.update(id(node) for node in shared_above_negation(root))
 
     def _derived_change(self, node: Node) -> Relation:
         if not self.changed(node):

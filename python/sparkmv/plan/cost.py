@@ -65,13 +65,12 @@ from sparkmv.analyze.ir import (
     Distinct,
     Filter,
     Join,
-    Negate,
     Node,
     Project,
     Scan,
     Window,
     scanned_tables,
-    shared_nodes,
+    shared_above_negation,
     walk,
 )
 from sparkmv.capture.change_log import ChangeLog
@@ -269,15 +268,11 @@ def steps_apart(root: Node, changed: set[str]) -> int:
     """The changes of ``root``'s nodes that reach ``changed`` tables and are computed by a
     job of their own: a DISTINCT's or an aggregate's below the view's own (the top one, under
     the select list and HAVING, whose state the storage keeps), a window's, and a subtree
-    several parents read above a ``Negate`` (``DeltaEngine._find_shared``)."""
+    several parents read above a ``Negate`` (``ir.shared_above_negation``)."""
     top = root
     while isinstance(top, (Project, Filter)):
         top = top.child
-    shared = {
-        id(node)
-        for node in shared_nodes(root)
-        if any(isinstance(below, Negate) for below in walk(node))
-    }
+    shared = {id(node) for node in shared_above_negation(root)}
     return sum(
         1
         for node in walk(root)
