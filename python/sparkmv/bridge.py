@@ -30,6 +30,7 @@ from pyspark.sql import SparkSession
 from sparkmv import commands
 from sparkmv.capture.row_level import run_row_level_write
 from sparkmv.capture.writes import WriteCapture
+from sparkmv.commands import view_entry_guard
 from sparkmv.commands.context import CommandContext
 from sparkmv.commands.on_commit import refresh_immediate_views
 from sparkmv.config import EXCEPTION_CLASS
@@ -107,6 +108,13 @@ class Handler:
         except BaseException as error:
             return self.to_java_error(error, f"{kind} on {name}")
         return json.dumps([list(result.row)])
+
+    def viewCommandRefused(  # noqa: N802 (Java name)
+        self, command: str, database: str, view: str
+    ) -> Any:
+        return java_exception(
+            self.spark, view_entry_guard.refusal(command, TableName(view, database))
+        )
 
     def to_java_error(self, error: BaseException, sql_text: str) -> Any:
         if isinstance(error, CapturedException) and error._origin is not None:

@@ -34,6 +34,11 @@ class ErrorClass(Enum):
         "42809",
         "{name} is a {kind}, not a materialized view; {hint}",
     )
+    MATERIALIZED_VIEW_WRONG_COMMAND = ErrorSpec(
+        "42809",
+        "{name} is a materialized view: {command} would leave its stored rows and its base "
+        "tables' change logs behind. {instead}",
+    )
     MATERIALIZED_VIEW_PARSE_ERROR = ErrorSpec(
         "42601",
         "Syntax error in materialized view statement at position {position} ({near}): {detail}. "

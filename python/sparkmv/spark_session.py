@@ -109,7 +109,7 @@ def attach(spark: SparkSession) -> SparkSession:
     gateway: Any = spark.sparkContext._gateway
     ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
     handler = Handler(spark)
-    helper(spark, HANDLER_REGISTRY_CLASS).register(handler, keys.TRACKING_LOG)
+    helper(spark, HANDLER_REGISTRY_CLASS).register(handler, keys.TRACKING_LOG, keys.FORMAT)
     _attached[id(spark)] = handler
     return spark
 

@@ -18,6 +18,18 @@ SETUP = [
     "CREATE MATERIALIZED VIEW mv AS SELECT a, b FROM t LIMIT 1000",
 ]
 
+SPARK_VIEW_COMMANDS_ON_MV = [
+    "DROP VIEW mv",
+    "DROP VIEW IF EXISTS mv",
+    "DROP TABLE mv",
+    "ALTER VIEW mv AS SELECT 1 AS a, 'b' AS b",
+    "CREATE OR REPLACE VIEW mv AS SELECT 1 AS a",
+    "ALTER VIEW mv RENAME TO mv2",
+    "ALTER VIEW mv SET TBLPROPERTIES ('team' = 'ops')",
+    "ALTER VIEW mv UNSET TBLPROPERTIES IF EXISTS ('team')",
+    "ALTER VIEW mv WITH SCHEMA EVOLUTION",
+]
+
 CASES = [
     # (statement, error class, SQLSTATE)
     ("CREATE MATERIALIZED VIEW mv AS SELECT 1", "MATERIALIZED_VIEW_ALREADY_EXISTS", "42P07"),
@@ -113,6 +125,11 @@ CASES = [
         "0A000",
     ),
     ("SHOW MATERIALIZED VIEWS IN no_such_db", "SCHEMA_NOT_FOUND", "42704"),
+    # Spark's own view commands would orphan a materialized view's rows and change logs.
+    *(
+        (statement, "MATERIALIZED_VIEW_WRONG_COMMAND", "42809")
+        for statement in SPARK_VIEW_COMMANDS_ON_MV
+    ),
 ]
 
 
@@ -162,6 +179,22 @@ def test_every_error_is_spark_style_and_changes_nothing(
         if state(spark, db, prepared) != before:
             failures.append((statement, "changed the catalog, the data or the storage"))
     assert not failures, "\n".join(map(str, failures))
+    assert_view_matches_query(spark, "mv")
+
+
+def test_spark_view_commands_still_work_on_plain_and_temporary_views(
+    spark: SparkSession, db: str, prepared: Path
+) -> None:
+    """The guard refuses only materialized views' entries: a plain view, and a temporary view
+    named like a materialized view (it shadows the entry), take every command as before."""
+    for statement in SPARK_VIEW_COMMANDS_ON_MV:
+        if not statement.startswith("DROP") and "RENAME" not in statement:
+            spark.sql(statement.replace("mv", "plain")).collect()
+    spark.sql("ALTER VIEW plain RENAME TO plain2")
+    spark.sql("DROP VIEW plain2")
+    spark.sql("CREATE TEMPORARY VIEW mv AS SELECT 7 AS a")
+    spark.sql("DROP VIEW mv")  # the temporary one
+    assert [row.viewName for row in spark.sql("SHOW MATERIALIZED VIEWS").collect()] == ["mv"]
     assert_view_matches_query(spark, "mv")
 
 

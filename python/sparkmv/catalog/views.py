@@ -80,6 +80,10 @@ class ViewCatalog:
             self._session, table.database, table.name, json.dumps(values), json.dumps(unset)
         )
 
+    def drop_view(self, name: TableName) -> None:
+        """Drop the catalog entry of the view ``name`` (resolved), uncached, in one call."""
+        self._bridge.dropView(self._session, name.database, name.name)
+
     def resolve(self, name: TableName) -> TableName:
         """``name`` qualified with the current database; names are case-insensitive."""
         database = name.database or self.spark.catalog.currentDatabase()

@@ -19,7 +19,7 @@ def run(context: CommandContext, statement: DropStatement) -> Rows:
         if statement.if_exists:
             return []
         raise SparkMvError(ErrorClass.MATERIALIZED_VIEW_NOT_FOUND, name=name)
-    context.spark.sql(f"DROP VIEW {name.quoted}")
+    context.catalog.drop_view(name)
     checkpoint("drop.after_commit")
     snapshot.remove_path(context.spark, snapshot.storage_root(context.spark, name))
     context.stop_tracking(name, view.base_tables)

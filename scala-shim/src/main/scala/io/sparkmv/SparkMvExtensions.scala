@@ -2,7 +2,7 @@ package io.sparkmv
 
 import org.apache.spark.sql.SparkSessionExtensions
 
-import io.sparkmv.analysis.{CaptureTrackedWrites, PlanRowLevelWrites, RerouteSparkMaterializedView}
+import io.sparkmv.analysis.{CaptureTrackedWrites, GuardMaterializedViewEntries, PlanRowLevelWrites, RerouteSparkMaterializedView}
 import io.sparkmv.parser.SparkMvParser
 
 /**
@@ -19,5 +19,6 @@ class SparkMvExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectResolutionRule(_ => RerouteSparkMaterializedView)
     extensions.injectPostHocResolutionRule(_ => PlanRowLevelWrites)
     extensions.injectPostHocResolutionRule(_ => CaptureTrackedWrites)
+    extensions.injectPostHocResolutionRule(GuardMaterializedViewEntries(_))
   }
 }

@@ -39,23 +39,40 @@ trait MvHandler {
       unsupported: String,
       assigned: java.util.List[String],
       session: org.apache.spark.sql.SparkSession): AnyRef
+
+  /**
+   * The error (a `Throwable`) for Spark's own `command` (e.g. "DROP VIEW") naming the
+   * materialized view `database.view`, which that command would orphan.
+   */
+  def viewCommandRefused(command: String, database: String, view: String): AnyRef
 }
 
 /** The JVM-wide handler, set by `sparkmv.attach(spark)`. */
 object MvHandlerRegistry {
   @volatile private var current: Option[MvHandler] = None
   @volatile private var tracking: Option[String] = None
+  @volatile private var viewMarker: Option[String] = None
 
-  /** Attach `handler`; writes to tables carrying the property `trackingKey` are captured. */
-  def register(handler: MvHandler, trackingKey: String): Unit = {
+  /**
+   * Attach `handler`; writes to tables carrying the property `trackingKey` are captured, and
+   * views carrying `viewMarkerKey` are materialized views.
+   */
+  def register(handler: MvHandler, trackingKey: String, viewMarkerKey: String): Unit = {
     current = Some(handler)
     tracking = Some(trackingKey)
+    viewMarker = Some(viewMarkerKey)
   }
-  def unregister(): Unit = { current = None; tracking = None }
+  def unregister(): Unit = { current = None; tracking = None; viewMarker = None }
   def isRegistered: Boolean = current.isDefined
 
   /** The table property that marks a tracked table, while a handler is attached. */
   def trackingProperty: Option[String] = tracking
+
+  /** The view property that marks a materialized view, while a handler is attached. */
+  def viewMarkerProperty: Option[String] = viewMarker
+
+  def viewCommandRefused(command: String, database: String, view: String): Throwable =
+    handler.viewCommandRefused(command, database, view).asInstanceOf[Throwable]
 
   def captureWrite(phase: String, database: String, table: String, detail: String): String =
     rethrowOr(handler.captureWrite(phase, database, table, detail)).asInstanceOf[String]

@@ -165,6 +165,17 @@ object CatalogBridge {
   }
 
   /**
+   * Uncaches and drops the catalog entry of the view `db.name`, as `DROP VIEW` would: the
+   * commit point of DROP MATERIALIZED VIEW. Through the catalog, since Spark's statement is
+   * refused on a materialized view's entry (`GuardMaterializedViewEntries`).
+   */
+  def dropView(spark: SparkSession, db: String, name: String): Unit = {
+    spark.sharedState.cacheManager.uncacheTableOrView(spark, Seq("spark_catalog", db, name), true)
+    spark.sessionState.catalog.dropTable(
+      TableIdentifier(name, Some(db)), ignoreIfNotExists = false, purge = false)
+  }
+
+  /**
    * Where the table's data lives: `[[null, location]]` for an unpartitioned table, otherwise
    * `[[{column: value}, location], ...]` per partition (values as the catalog stores them).
    */
