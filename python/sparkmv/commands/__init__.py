@@ -11,6 +11,7 @@ from typing import Any
 
 from sparkmv.commands import alter, create, describe, drop, explain, refresh, show
 from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.commands.view_locks import view_lock
 from sparkmv.parse import parse_statement
 from sparkmv.parse.statements import (
     AlterQueryStatement,
@@ -47,8 +48,21 @@ _RUNNERS: dict[type, Callable[[CommandContext, Any], Rows]] = {
 }
 
 
+_CHANGING_A_VIEW = (
+    CreateStatement,
+    RefreshStatement,
+    DropStatement,
+    AlterRefreshStatement,
+    AlterQueryStatement,
+)
+
+
 def run_statement(context: CommandContext, statement: Statement) -> Rows:
-    return _RUNNERS[type(statement)](context, statement)
+    run = _RUNNERS[type(statement)]
+    if isinstance(statement, _CHANGING_A_VIEW):
+        with view_lock(statement.name):
+            return run(context, statement)
+    return run(context, statement)
 
 
 def execute(context: CommandContext, sql_text: str) -> Rows:

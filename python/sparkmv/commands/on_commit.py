@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.commands import refresh
 from sparkmv.commands.context import CommandContext
+from sparkmv.commands.view_locks import view_lock
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
 from sparkmv.parse.statements import RefreshStatement, RefreshTrigger, TableName
@@ -40,7 +41,8 @@ def refresh_immediate_views(
             continue
         checkpoint("on_commit.before_refresh")  # the write is committed, the view not yet
         try:
-            refresh.run(context, RefreshStatement(view))
+            with view_lock(view):
+                refresh.run(context, RefreshStatement(view))
         except Exception as error:
             detail = error.message if isinstance(error, SparkMvError) else str(error)
             raise SparkMvError(
