@@ -48,14 +48,31 @@ def test_a_conjunct_removed_adds_the_rows_it_excluded() -> None:
     assert "removed" in found.change
 
 
+def test_a_join_added_joins_the_stored_rows() -> None:
+    found = derive(
+        "SELECT a, b FROM t WHERE a > 0",
+        "SELECT t.a, u.d FROM t LEFT JOIN u ON t.b = u.a WHERE t.a > 0 AND u.d IS NULL",
+    )
+    assert found is not None and found.added_query is None and found.joined is not None
+    assert (found.joined.table, found.joined.alias, found.joined.kind) == ("db.u", "u", "left")
+    assert found.joined.condition == "`__sparkmv_old`.`b` = `u`.`a`"
+    assert found.select_list == ("`__sparkmv_old`.`a` AS a", "`u`.`d` AS d")
+    assert found.filter == "(`u`.`d` IS NULL)"
+    assert "a left join of db.u added" in found.change
+
+
 @pytest.mark.parametrize(
     ("old", "new"),
     [
         # a column the old view does not keep
         ("SELECT a FROM t", "SELECT a, b FROM t"),
         ("SELECT a FROM t WHERE a > 0", "SELECT a FROM t WHERE a > 0 AND b > 0"),
-        # another FROM clause, a join added
-        ("SELECT a FROM t", "SELECT t.a FROM t JOIN u ON t.a = u.a"),
+        # another FROM clause; a join on a column the old view does not keep; a right join;
+        # a join added while a conjunct is removed
+        ("SELECT a FROM t", "SELECT u.a FROM u"),
+        ("SELECT a FROM t", "SELECT t.a FROM t JOIN u ON t.b = u.a"),
+        ("SELECT a FROM t", "SELECT t.a FROM t RIGHT JOIN u ON t.a = u.a"),
+        ("SELECT a FROM t WHERE a > 0", "SELECT t.a FROM t JOIN u ON t.a = u.a"),
         # grouping, DISTINCT, windows, a limit
         ("SELECT a, b FROM t", "SELECT a, count(*) AS n FROM t GROUP BY a"),
         ("SELECT a FROM t", "SELECT DISTINCT a FROM t"),

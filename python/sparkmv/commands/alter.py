@@ -28,7 +28,7 @@ from sparkmv.parse.statements import (
     RefreshTrigger,
 )
 from sparkmv.plan.aggregate_view import aggregate_view
-from sparkmv.plan.definition_change import OLD_ROWS, Derivation, derivation
+from sparkmv.plan.definition_change import OLD_ROWS, Derivation, JoinedTable, derivation
 from sparkmv.plan.refresh_plan import check_policy, view_query
 from sparkmv.plan.view_delta import base_table_columns, stored_rows
 from sparkmv.stored_columns import storage_columns
@@ -106,7 +106,8 @@ def derived_rows(
     if not layout.buckets or maintained.counted or aggregate_view(maintained.root) is not None:
         return None
     current = positions(bases)
-    if set(current) != set(view.base_tables) or current != view.consumed_versions:
+    consumed = {name: position for name, position in current.items() if name in view.base_tables}
+    if set(consumed) != set(view.base_tables) or consumed != view.consumed_versions:
         return None
     old_query = parse_query(view.query, view.query_database)
     if old_query.tree is None or plan.query.tree is None:
@@ -125,15 +126,28 @@ def derived_rows(
             return None
     old_names = [item.alias_or_name for item in old_tree.expressions]
     old_rows = context.spark.table(view.name.quoted).toDF(*old_names).alias(OLD_ROWS)
+    if found.joined is not None:
+        joined = next((base for base in bases if base.name == found.joined.table), None)
+        if joined is None or joined.log is None:  # its rows at no logged version
+            return None
+        old_rows = _joined(old_rows, joined.rows(context.spark), found.joined)
     rows = _as_stored(old_rows, found, plan)
     if added is not None:
         rows = rows.unionByName(_added_rows(context, added, bases))
     return DerivedRows(rows, found.change)
 
 
+def _joined(old_rows: DataFrame, table_rows: DataFrame, joined: JoinedTable) -> DataFrame:
+    """The old rows joined to ``table_rows`` (the joined table at its logged version)."""
+    other = table_rows.alias(joined.alias)
+    if joined.condition is None:
+        return old_rows.crossJoin(other)
+    return old_rows.join(other, F.expr(joined.condition), joined.kind)
+
+
 def _as_stored(old_rows: DataFrame, found: Derivation, plan: CreatePlan) -> DataFrame:
-    """The old rows filtered and projected as ``found`` says, with the new query's column
-    types, under the storage's names."""
+    """The old rows (joined already) filtered and projected as ``found`` says, with the new
+    query's column types, under the storage's names."""
     if found.filter is not None:  # over the old columns, some of which the projection drops
         old_rows = old_rows.where(found.filter)
     rows = old_rows.selectExpr(*found.select_list)

@@ -9,15 +9,22 @@ For select-project-join views ``V = π_L σ_P(F)`` (one ``FROM`` clause ``F``, t
   expression of ``L``: ``V' = π_L' σ_A(V)`` with ``L'`` and ``A`` rewritten over ``V``'s
   columns. This covers a conjunct added, columns dropped or reordered, and computed columns
   added, alone or together; the base tables are not read.
+- A table ``S`` joined at the end of ``F`` (inner, left outer or cross, ``ON θ``), with
+  ``P ⊆ P'`` and ``L'``, ``A`` and ``θ`` expressions of ``L`` and ``S``'s columns:
+  ``V' = π_L' σ_A(V ⋈_θ S)`` (``⟕`` for a left join), reading ``S`` but not ``F``. It holds
+  because ``P`` reads only ``F``: ``σ_P(F) ⋈_θ S = σ_P(F ⋈_θ S)``, and for a left join
+  ``σ_P(F ⟕_θ S) = σ_P(F) ⟕_θ S`` (padding changes no column of ``F``); bag projection
+  distributes over the join as over ``σ``. No key of ``S`` is needed for exactness.
 - ``P' ⊂ P`` (conjuncts removed, ``D = P − P'``) and ``L' = L``:
   ``V' = V ⊎ π_L σ_{P' ∧ ¬(D IS TRUE)}(F)``: the rows the removed conjuncts excluded are
   added, and only they are computed from the base tables.
 
 Both hold as bags: ``σ`` and ``π`` (bag projection) distribute over the rows of ``V``, and
 ``σ_P' = σ_P ⊎ σ_{P' ∧ ¬P}`` splits ``σ_P'(F)`` without overlap (a row whose ``D`` is NULL
-was excluded by ``P`` and is added). Anything else (a new join, a changed ``GROUP BY``,
-``DISTINCT``, aggregates) is recomputed. The derivation is exact only when ``V`` is current:
-the caller checks that the view consumed every change of its base tables.
+was excluded by ``P`` and is added). Anything else (another change of the joins, a changed
+``GROUP BY``, ``DISTINCT``, aggregates) is recomputed. The derivation is exact only when
+``V`` is current: the caller checks that the view consumed every change of its base tables,
+and reads a joined ``S`` (and ``F`` for added rows) at the versions its tracking logged.
 
 The trees given here are qualified (``maintainability.qualified``): every column carries its
 table, every select item an alias, so that two texts that mean the same compare equal.
@@ -36,9 +43,22 @@ CLAUSES_OUTSIDE = ("group", "having", "distinct", "qualify", "limit", "offset", 
 
 
 @dataclass(frozen=True)
+class JoinedTable:
+    """A base table joined to the old rows: ``table`` (``db.name``) as ``alias``; ``kind``
+    is ``inner``, ``left`` or ``cross``; ``condition`` (over ``OLD_ROWS`` and ``alias``; None
+    for a cross join) as Spark SQL."""
+
+    table: str
+    alias: str
+    kind: str
+    condition: str | None
+
+
+@dataclass(frozen=True)
 class Derivation:
-    """How the new contents follow from the old: ``select_list`` (``expression AS alias``
-    over ``OLD_ROWS``) and ``filter`` (or None) over the old rows, plus the rows of
+    """How the new contents follow from the old: the old rows joined to ``joined`` (None:
+    no join), filtered by ``filter`` (or None) and projected to ``select_list``
+    (``expression AS alias`` over ``OLD_ROWS`` and the joined table), plus the rows of
     ``added_query`` (a query over the base tables; None: nothing to add). ``change`` says
     what changed, for the refresh reason."""
 
@@ -46,6 +66,7 @@ class Derivation:
     select_list: tuple[str, ...]
     filter: str | None
     added_query: str | None
+    joined: JoinedTable | None = None
 
 
 def derivation(old: exp.Expr, new: exp.Expr) -> Derivation | None:
@@ -56,14 +77,20 @@ def derivation(old: exp.Expr, new: exp.Expr) -> Derivation | None:
         return None
     if not (_plain_select(old) and _plain_select(new)):
         return None
+    join = None
     if _source_sql(old) != _source_sql(new):
-        return None
+        join = _added_join(old, new)
+        if join is None:
+            return None
     old_conjuncts, new_conjuncts = _conjuncts(old), _conjuncts(new)
     if set(old_conjuncts) <= set(new_conjuncts):
-        return _over_old_rows(
-            old, new, [c for k, c in new_conjuncts.items() if k not in old_conjuncts]
-        )
-    if set(new_conjuncts) < set(old_conjuncts) and _select_sql(old) == _select_sql(new):
+        added = [c for k, c in new_conjuncts.items() if k not in old_conjuncts]
+        return _over_old_rows(old, new, added, join)
+    if (
+        join is None
+        and set(new_conjuncts) < set(old_conjuncts)
+        and _select_sql(old) == _select_sql(new)
+    ):
         removed = [c for k, c in old_conjuncts.items() if k not in new_conjuncts]
         return _with_excluded_rows(new, removed)
     return None
@@ -78,11 +105,35 @@ def _plain_select(tree: exp.Select) -> bool:
     ) and not tree.find(exp.Star)
 
 
-def _source_sql(tree: exp.Select) -> str:
-    """The FROM clause, its joins and WITH, as text."""
+def _source_sql(tree: exp.Select, joins: int | None = None) -> str:
+    """The FROM clause, its first ``joins`` joins (all: None) and WITH, as text."""
     parts = [tree.args.get(key) for key in ("with_", "with", "from_", "from")]
-    parts.extend(tree.args.get("joins") or [])
+    parts.extend((tree.args.get("joins") or [])[:joins])
     return " ".join(part.sql(dialect="spark") for part in parts if isinstance(part, exp.Expr))
+
+
+JOIN_KINDS = {("", ""): "inner", ("", "INNER"): "inner", ("LEFT", ""): "left"}
+JOIN_KINDS |= {("LEFT", "OUTER"): "left", ("", "CROSS"): "cross"}
+"""(side, kind) of a join ``_added_join`` derives over, as sqlglot spells them."""
+
+
+def _added_join(old: exp.Select, new: exp.Select) -> exp.Join | None:
+    """The join ``new`` adds after ``old``'s FROM clause, when that is the only difference
+    of their sources and it joins a base table (not a subquery) inner, left or cross."""
+    old_joins = len(old.args.get("joins") or [])
+    new_joins = new.args.get("joins") or []
+    if len(new_joins) != old_joins + 1 or _source_sql(old) != _source_sql(new, old_joins):
+        return None
+    join = new_joins[-1]
+    if not isinstance(join, exp.Join):
+        return None
+    side, kind = (join.args.get(key) or "" for key in ("side", "kind"))
+    if (str(side).upper(), str(kind).upper()) not in JOIN_KINDS or join.args.get("using"):
+        return None
+    table = join.this
+    if not isinstance(table, exp.Table) or not table.db or table.alias_or_name == OLD_ROWS:
+        return None
+    return join
 
 
 def _select_sql(tree: exp.Select) -> list[str]:
@@ -99,40 +150,74 @@ def _conjuncts(tree: exp.Select) -> dict[str, exp.Expr]:
     return {part.sql(dialect="spark"): part for part in parts}
 
 
-def _over_old_rows(old: exp.Select, new: exp.Select, added: list[exp.Expr]) -> Derivation | None:
-    """``π_L' σ_A(V)``, with ``L'`` and ``A`` written over ``V``'s columns; None when they
-    read a column no item of ``L`` provides."""
+def _over_old_rows(
+    old: exp.Select, new: exp.Select, added: list[exp.Expr], join: exp.Join | None
+) -> Derivation | None:
+    """``π_L' σ_A(V)``, or ``π_L' σ_A(V ⋈_θ S)`` with the added ``join``, with ``L'``, ``A``
+    and ``θ`` written over ``V``'s columns (and ``S``'s); None when they read a column no
+    item of ``L`` provides."""
     provided = {
         item.this.sql(dialect="spark"): item.alias
         for item in old.expressions
         if isinstance(item, exp.Alias)
     }
+    joined = join.this.alias_or_name if join is not None else None
     items: list[str] = []
     for item in new.expressions:
         if not isinstance(item, exp.Alias):
             return None
-        rewritten = _over(item.this, provided)
+        rewritten = _over(item.this, provided, joined)
         if rewritten is None:
             return None
         items.append(f"{rewritten} AS {exp.to_identifier(item.alias).sql(dialect='spark')}")
     conditions: list[str] = []
     for conjunct in added:
-        rewritten = _over(conjunct, provided)
+        rewritten = _over(conjunct, provided, joined)
         if rewritten is None:
             return None
         conditions.append(f"({rewritten})")
+    joined_table = None
+    if join is not None:
+        joined_table = _joined_table(join, provided)
+        if joined_table is None:
+            return None
     changes = []
+    if joined_table is not None:
+        changes.append(
+            f"a {joined_table.kind} join of {joined_table.table} added: the stored rows joined"
+        )
     if added:
         changes.append(f"{len(added)} conjunct(s) added to WHERE: the stored rows filtered")
     if _select_sql(old) != _select_sql(new):
         changes.append("the select list rewritten over the stored columns")
     change = "; ".join(changes) or "the same rows"
-    return Derivation(change, tuple(items), " AND ".join(conditions) or None, None)
+    filter_ = " AND ".join(conditions) or None
+    return Derivation(change, tuple(items), filter_, None, joined_table)
 
 
-def _over(expression: exp.Expr, provided: dict[str, str]) -> str | None:
+def _joined_table(join: exp.Join, provided: dict[str, str]) -> JoinedTable | None:
+    """``join`` over the old rows: its table, alias, kind and ``ON`` condition rewritten."""
+    table = join.this
+    side, kind = (str(join.args.get(key) or "").upper() for key in ("side", "kind"))
+    on = join.args.get("on")
+    condition = None
+    if isinstance(on, exp.Expr):
+        condition = _over(on, provided, table.alias_or_name)
+        if condition is None:
+            return None
+    join_kind = JOIN_KINDS[(side, kind)]
+    if join_kind == "cross" and condition is not None:
+        join_kind = "inner"
+    if join_kind != "cross" and condition is None:
+        return None
+    name = f"{table.db}.{table.name}".lower()
+    return JoinedTable(name, table.alias_or_name, join_kind, condition)
+
+
+def _over(expression: exp.Expr, provided: dict[str, str], joined: str | None = None) -> str | None:
     """``expression`` with each subexpression the old select list computes replaced by its
-    column of ``OLD_ROWS``; None when a base column remains, or a subquery."""
+    column of ``OLD_ROWS``; None when a base column remains (but the ``joined`` table's), or
+    a subquery."""
     if expression.find(exp.Subquery, exp.Select):
         return None
 
@@ -143,7 +228,7 @@ def _over(expression: exp.Expr, provided: dict[str, str]) -> str | None:
         return exp.column(alias, table=OLD_ROWS, quoted=True)
 
     rewritten = expression.copy().transform(replace)
-    if any(column.table != OLD_ROWS for column in rewritten.find_all(exp.Column)):
+    if any(column.table not in (OLD_ROWS, joined) for column in rewritten.find_all(exp.Column)):
         return None
     return rewritten.sql(dialect="spark")
 
