@@ -90,6 +90,16 @@ class ErrorClass(Enum):
         "0A000",
         "{feature} is not supported yet. {hint}",
     )
+    MATERIALIZED_VIEW_HAS_DEPENDENTS = ErrorSpec(
+        "2BP01",
+        "Cannot drop materialized view {name}: the materialized views {dependents} read it. "
+        "Drop them first, or use DROP MATERIALIZED VIEW {name} CASCADE to drop them too.",
+    )
+    MATERIALIZED_VIEW_CYCLE = ErrorSpec(
+        "42P17",
+        "The new definition of materialized view {name} reads {path}: a view cannot read "
+        "itself, directly or through other materialized views. Read the base tables instead.",
+    )
     MATERIALIZED_VIEW_ON_COMMIT_NOT_CAPTURED = ErrorSpec(
         "0A000",
         "Materialized view {view} cannot be refreshed ON COMMIT: the writes to its base table "

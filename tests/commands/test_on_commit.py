@@ -84,7 +84,7 @@ def test_a_failed_on_commit_refresh_keeps_the_write_and_says_so(
     def failing(*_: Any) -> Any:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(refresh, "run", failing)
+    monkeypatch.setattr(refresh, "refresh_view", failing)
     with pytest.raises(PySparkException) as raised:
         spark.sql("INSERT INTO t VALUES (1, 1000)")
     message = str(raised.value)

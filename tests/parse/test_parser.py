@@ -66,6 +66,19 @@ def test_comments_case_and_whitespace_anywhere() -> None:
             RefreshStatement(TableName("v", "d"), RefreshMode.INCREMENTAL),
         ),
         ("DROP MATERIALIZED VIEW IF EXISTS v", DropStatement(TableName("v"), if_exists=True)),
+        (
+            "REFRESH MATERIALIZED VIEW v CASCADE",
+            RefreshStatement(TableName("v"), cascade=True),
+        ),
+        (
+            "refresh materialized view d.v full cascade;",
+            RefreshStatement(TableName("v", "d"), RefreshMode.FULL, cascade=True),
+        ),
+        ("DROP MATERIALIZED VIEW v CASCADE", DropStatement(TableName("v"), cascade=True)),
+        (
+            "DROP MATERIALIZED VIEW IF EXISTS v CASCADE",
+            DropStatement(TableName("v"), if_exists=True, cascade=True),
+        ),
         ("SHOW MATERIALIZED VIEWS", ShowStatement()),
         ("SHOW MATERIALIZED VIEWS FROM d LIKE 'a*|b'", ShowStatement("d", "a*|b")),
         ("DESC MATERIALIZED VIEW EXTENDED v", DescribeStatement(TableName("v"), extended=True)),

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -26,6 +27,16 @@ from sparkmv.parse.statements import ColumnSpec, quote_identifier, sql_string
 from sparkmv.plan.merge import Merge
 
 log = logging.getLogger(__name__)
+
+
+class ChangeRecorder(Protocol):
+    """Records the change a commit applies to a view, for the views that read it
+    (``capture/view_log.ViewChangeLog``)."""
+
+    def prepare(self, view: MvMetadata, updated: MvMetadata) -> Callable[[], object]:
+        """Before the commit from ``view`` to ``updated``: make the change durable but
+        unpublished; returns what publishes it, called right after the commit."""
+        ...
 
 
 def now_ms() -> int:
@@ -80,9 +91,11 @@ def full_refresh(
     layout: StorageLayout,
     reason: str,
     started_ms: int,
+    recorder: ChangeRecorder | None = None,
 ) -> MvMetadata:
     """Replace the contents of ``view`` with ``data`` (stored rows in ``layout``)
-    atomically; return the new metadata."""
+    atomically; return the new metadata (``recorder``: logs the change, if any view reads
+    this one)."""
     root = snapshot.storage_root(spark, view.name)
     path, rows = write_new_snapshot(spark, root, data, layout)
     checkpoint("refresh.before_commit")
@@ -94,7 +107,7 @@ def full_refresh(
         layout=layout,
         stats=view.stats.after_full_refresh(rows, view.row_count, reason, started_ms, finished),
     )
-    commit_snapshot(spark, catalog, view, updated)
+    commit_snapshot(spark, catalog, view, updated, recorder)
     return updated
 
 
@@ -107,6 +120,7 @@ def incremental_refresh(
     reason: str,
     started_ms: int,
     irrelevant: Callable[[], Mapping[str, int]] | None = None,
+    recorder: ChangeRecorder | None = None,
 ) -> MvMetadata:
     """Apply ``change`` (ΔV in storage columns, or an aggregate view's state change) to
     ``view`` by ``merge`` atomically; the new metadata (``irrelevant``: the changed base
@@ -143,7 +157,7 @@ def incremental_refresh(
             irrelevant() if irrelevant is not None else None,
         ),
     )
-    commit_snapshot(spark, catalog, view, updated)
+    commit_snapshot(spark, catalog, view, updated, recorder)
     return updated
 
 
@@ -163,17 +177,28 @@ def _remove_unreferenced(spark: SparkSession, view: MvMetadata) -> None:
 
 
 def commit_snapshot(
-    spark: SparkSession, catalog: ViewCatalog, view: MvMetadata, updated: MvMetadata
+    spark: SparkSession,
+    catalog: ViewCatalog,
+    view: MvMetadata,
+    updated: MvMetadata,
+    recorder: ChangeRecorder | None = None,
 ) -> None:
-    """Point the catalog view at ``updated``'s snapshot with ``updated``'s metadata."""
+    """Point the catalog view at ``updated``'s snapshot with ``updated``'s metadata.
+
+    ``recorder`` (a view that others read) prepares the log commit of the change before the
+    catalog commit and publishes it after: a crash between the two leaves a prepared commit
+    that the log's next reader publishes (``capture/view_log.py``)."""
     new_snapshot = updated.snapshot != view.snapshot
     try:
+        publish = recorder.prepare(view, updated) if recorder is not None else None
         catalog.commit(updated, snapshot.view_text(updated))
     except BaseException:
         if new_snapshot:
             snapshot.remove_path(spark, updated.snapshot)
         raise
     checkpoint("refresh.after_commit")
+    if publish is not None:
+        publish()
     # Unreferenced snapshots (a crash before an earlier commit) go; the previous one stays
     # for readers that resolved the view just before the commit that replaced it.
     if not new_snapshot:

@@ -154,9 +154,10 @@ _MASK_MATCH = {
 """A stored row (``s``) is masked when the mask has its bucket, file name and row index."""
 
 
-def view_text(view: MvMetadata) -> str:
+def view_text(view: MvMetadata, buckets: Iterable[int] | None = None) -> str:
     """The catalog view's SQL: the snapshot's positional columns renamed to the view's (and
-    only the visible groups of an aggregate view), its masked rows left out."""
+    only the visible groups of an aggregate view), its masked rows left out. ``buckets``:
+    only the rows of those buckets of a bucketed snapshot (None: all)."""
     columns = view.columns
     select = ", ".join(
         f"s.{quote_identifier(stored)} AS {quote_identifier(column)}"
@@ -167,7 +168,11 @@ def view_text(view: MvMetadata) -> str:
         mask = f"parquet.{quote_identifier(mask_path(view.snapshot))} m"
         on = " AND ".join(f"{stored} = m.{masked}" for stored, masked in _MASK_MATCH.items())
         source += f" LEFT ANTI JOIN {mask} ON {on}"
-    where = f" WHERE s.{VISIBLE_COLUMN}" if view.layout.grouped else ""
+    conditions = [f"s.{VISIBLE_COLUMN}"] if view.layout.grouped else []
+    if buckets is not None and view.layout.buckets:
+        listed = ", ".join(str(bucket) for bucket in sorted(buckets)) or "NULL"
+        conditions.append(f"s.{BUCKET_COLUMN} IN ({listed})")
+    where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     return f"SELECT {select} FROM {source}{where}"
 
 

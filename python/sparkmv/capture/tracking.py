@@ -6,8 +6,10 @@ no later write can be missed), DROP removes it, and the last DROP stops tracking
 the log. (Logs started before the dependents moved into them list them in the table's
 ``sparkmv.tracking.dependents`` property: a metastore write per base table per CREATE. That
 list is still read, and shrunk as its views are dropped.) Tracking
-works for parquet tables of the session catalog; any other base table (a plain view, another
-format) is reported as untracked with the reason, and views over it refresh fully.
+works for parquet tables of the session catalog and for materialized views (views over views:
+a view's log holds the changes its refreshes applied, ``capture/view_log.py``, and its state
+is its snapshot's files); any other base table (a plain view, another format) is reported as
+untracked with the reason, and views over it refresh fully.
 
 The log's directory carries a random suffix recorded in the table's properties, so a table
 dropped and created again under the same name never inherits an old log.
@@ -24,10 +26,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from sparkmv import fs
+from sparkmv.apply.snapshot import view_text
 from sparkmv.capture.change_log import ChangeLog, FileRef
-from sparkmv.capture.files import TableFiles, list_table_files
+from sparkmv.capture.files import DataFile, DataUnit, TableFiles, list_table_files
 from sparkmv.catalog import properties as keys
-from sparkmv.catalog.metadata import LogPosition
+from sparkmv.catalog.metadata import LogPosition, MvMetadata
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
 from sparkmv.config import LOG_DIR_NAME
 from sparkmv.fs import FileStatus
@@ -67,12 +70,22 @@ class BaseTable:
     def position(self) -> LogPosition | None:
         return LogPosition(self.log.root, self.version) if self.log is not None else None
 
+    @property
+    def materialized_view(self) -> MvMetadata | None:
+        """The base table's metadata when it is a materialized view (a view over views)."""
+        return view_metadata(self.name, self.entry)
+
     def rows(self, spark: SparkSession) -> DataFrame:
         """The table's rows at ``version``: its files as listed, so a write that commits
         while the command runs is not half-read (that write belongs to a later version).
-        A small table is read by one task (``ONE_TASK_MAX_BYTES``)."""
+        A small table is read by one task (``ONE_TASK_MAX_BYTES``). A materialized view is
+        read at the snapshot its log vouches for at ``version`` (snapshots are immutable, so
+        a refresh of it committing meanwhile is not seen either)."""
         if self.log is None or self.files is None:
             return spark.table(self.name)
+        upstream = self.materialized_view
+        if upstream is not None:
+            return spark.sql(view_text(upstream))
         files = self.files.files
         rows = self.log.read_files([FileRef.of(file) for file in files])
         if len(files) > 1 and sum(file.size for file in files) <= ONE_TASK_MAX_BYTES:
@@ -93,10 +106,30 @@ def schemas(bases: list[BaseTable]) -> dict[str, StructType] | None:
     return {base.name: base.log.schema for base in bases if base.log is not None}
 
 
+def view_metadata(qualified: str, entry: CatalogEntry | None) -> MvMetadata | None:
+    """The metadata of the materialized view of catalog entry ``entry`` (None: not one)."""
+    if entry is None or not entry.is_materialized_view:
+        return None
+    return MvMetadata.from_properties(TableName.parse_qualified(qualified), entry.properties)
+
+
+def snapshot_files(spark: SparkSession, view: MvMetadata) -> TableFiles:
+    """A materialized view's state as its change log records it: the data files of its
+    snapshot (one listing). A snapshot is never changed once committed and every refresh
+    that changes the view writes a new one, so the files' digest identifies the contents."""
+    files = tuple(
+        DataFile(status.path, status.size, status.modified_ms, ())
+        for status in fs.data_files(spark, view.snapshot)
+    )
+    return TableFiles((DataUnit((), fs.qualified(spark, view.snapshot), files),))
+
+
 def untracked_reason(entry: CatalogEntry | None) -> str:
     """Why a base table cannot be tracked; "" when it can."""
     if entry is None:
         return "it does not exist"
+    if entry.is_materialized_view:
+        return ""
     if entry.table_type == "VIEW":
         return "it is a view, not a table"
     if (entry.provider or "").lower() not in TRACKABLE_PROVIDERS or not entry.location:
@@ -166,7 +199,12 @@ class Tracking:
         listed: Mapping[str, list[FileStatus]] | None = None,
     ) -> TableFiles:
         """``table``'s data files now; ``entry``: its catalog entry, if just read (and
-        ``listed``: data files listed with it, by location)."""
+        ``listed``: data files listed with it, by location). A materialized view's are its
+        snapshot's (``snapshot_files``)."""
+        entry = entry if entry is not None else self.catalog.entry(table)
+        upstream = view_metadata(str(table), entry)
+        if upstream is not None:
+            return snapshot_files(self.spark, upstream)
         return list_table_files(self.spark, self.catalog, table, entry, listed)
 
     def dependents(self, entry: CatalogEntry | None) -> list[TableName]:

@@ -124,7 +124,7 @@ class ViewCatalog:
             for qualified, value in found["bases"].items()
         }
         files = {location: fs.statuses(listed) for location, listed in found["files"].items()}
-        return RefreshFacts(metadata, bases, files)
+        return RefreshFacts(metadata, bases, files, checked)
 
     def find_entry(self, name: TableName) -> CatalogEntry | None:
         """The materialized view ``name`` (resolved) as a catalog entry; None if nothing has
@@ -167,11 +167,13 @@ class ViewCatalog:
 class RefreshFacts:
     """What a refresh reads from the catalog before it reads any data, gathered by one JVM
     call (``ViewCatalog.refresh_facts``): the view, its base tables' entries (None: no such
-    table), and the data files of each unpartitioned tracked one, by its location."""
+    table), the data files of each unpartitioned tracked one, by its location, and the
+    view's own catalog entry (its change log, if other views read it)."""
 
     view: MvMetadata
     bases: dict[TableName, CatalogEntry | None]
     files: dict[str, list[fs.FileStatus]]
+    entry: CatalogEntry
 
 
 def _materialized_view(name: TableName, found: CatalogEntry | None) -> CatalogEntry | None:

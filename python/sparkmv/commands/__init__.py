@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sparkmv.commands import alter, create, describe, drop, explain, refresh, show
+from sparkmv.commands import alter, cascade, create, describe, drop, explain, show
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.view_locks import view_lock
 from sparkmv.parse import parse_statement
@@ -27,7 +27,7 @@ from sparkmv.parse.statements import (
 
 RESULT_SCHEMAS: dict[str, str] = {
     "CREATE": create.RESULT_SCHEMA,
-    "REFRESH": refresh.RESULT_SCHEMA,
+    "REFRESH": cascade.RESULT_SCHEMA,
     "DROP": drop.RESULT_SCHEMA,
     "ALTER": alter.RESULT_SCHEMA,
     "DESCRIBE": describe.RESULT_SCHEMA,
@@ -38,7 +38,7 @@ RESULT_SCHEMAS: dict[str, str] = {
 
 _RUNNERS: dict[type, Callable[[CommandContext, Any], Rows]] = {
     CreateStatement: create.run,
-    RefreshStatement: refresh.run,
+    RefreshStatement: cascade.run,
     DropStatement: drop.run,
     AlterRefreshStatement: alter.run_set_refresh,
     AlterQueryStatement: alter.run_as_query,
@@ -48,13 +48,9 @@ _RUNNERS: dict[type, Callable[[CommandContext, Any], Rows]] = {
 }
 
 
-_CHANGING_A_VIEW = (
-    CreateStatement,
-    RefreshStatement,
-    DropStatement,
-    AlterRefreshStatement,
-    AlterQueryStatement,
-)
+_CHANGING_A_VIEW = (CreateStatement, DropStatement, AlterRefreshStatement, AlterQueryStatement)
+"""Statements run under their view's lock; a REFRESH takes the lock of each view it refreshes
+(``cascade.refresh_one``), one at a time."""
 
 
 def run_statement(context: CommandContext, statement: Statement) -> Rows:

@@ -76,6 +76,11 @@ class CommandContext:
         files = self.tracking.files(table, state.entry, listed)
         missed = state.log.reconcile(files) if reconcile else state.log.verify(files)
         problem = f"base table {qualified}: {missed}" if missed else ""
+        if missed and state.entry is not None and state.entry.is_materialized_view:
+            problem = (
+                f"materialized view {qualified} changed without logging its change (it was"
+                " replaced, or refreshed by a process that did not log it)"
+            )
         return BaseTable(
             qualified, state.log, state.log.current_version(), files, problem, state.entry
         )

@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -20,10 +21,11 @@ from sparkmv.apply.materialize import (
     now_ms,
     write_new_snapshot,
 )
-from sparkmv.capture.tracking import BaseTable, positions, schemas
+from sparkmv.capture.tracking import TRACKING_KEYS, BaseTable, positions, schemas
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata, RefreshStats, StorageLayout
 from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.commands.dependencies import check_no_cycle
 from sparkmv.commands.on_commit import check_immediate, mark_immediate
 from sparkmv.config import STORAGE_BUCKETS_CONF
 from sparkmv.delta.engine import BaseState
@@ -71,6 +73,9 @@ class CreatePlan:
     trigger: RefreshTrigger
     maintainability: Maintainability
     replaces: MvMetadata | None
+    # the replaced view's change log, if views read it: it stays theirs (the new contents
+    # then differ from what the log vouches for, and they refresh fully, saying why)
+    kept_properties: dict[str, str] = field(default_factory=dict)
 
 
 def run(context: CommandContext, statement: CreateStatement) -> Rows:
@@ -85,14 +90,19 @@ def plan_create(context: CommandContext, statement: CreateStatement) -> CreatePl
     name = context.catalog.resolve(statement.name)
     check_user_properties(statement.properties)
     replaces: MvMetadata | None = None
-    if context.catalog.entry(name) is not None:
+    kept: dict[str, str] = {}
+    existing = context.catalog.entry(name)
+    if existing is not None:
         if statement.if_not_exists:
             return None
         if not statement.or_replace:
             raise SparkMvError(ErrorClass.MATERIALIZED_VIEW_ALREADY_EXISTS, name=name)
         replaces = context.catalog.get(name)  # refuses to replace a table or a plain view
+        kept = {k: existing.properties[k] for k in TRACKING_KEYS if k in existing.properties}
     database = context.spark.catalog.currentDatabase()
     query = parse_query(statement.query, database)
+    if replaces is not None:
+        check_no_cycle(context.catalog, name, query.base_tables)
     data = query_dataframe(context.spark, query.text, database)
     columns = view_columns(statement.columns, data.columns)
     policy = statement.refresh.policy or RefreshPolicy.AUTO
@@ -108,6 +118,7 @@ def plan_create(context: CommandContext, statement: CreateStatement) -> CreatePl
         trigger=statement.refresh.trigger or RefreshTrigger.ON_DEMAND,
         maintainability=maintainability,
         replaces=replaces,
+        kept_properties=kept,
     )
 
 
@@ -183,8 +194,12 @@ def execute_create(
         checked_schemas=checked_schemas(context.spark, plan, bases),
     )
     try:
+        properties = {**plan.definition.user_properties, **plan.kept_properties}
         create_catalog_view(
-            context.spark, metadata, plan.definition, replace=plan.replaces is not None
+            context.spark,
+            metadata,
+            dataclasses.replace(plan.definition, user_properties=properties),
+            replace=plan.replaces is not None,
         )
     except BaseException:
         snapshot.remove_path(context.spark, path)

@@ -11,6 +11,7 @@ from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
+from sparkmv.commands.dependencies import downstream_views
 from sparkmv.errors import SparkMvError
 from sparkmv.parse.statements import DescribeStatement, RefreshTrigger
 from sparkmv.plan.refresh_plan import changed_tables, log_obstacle, plan_refresh
@@ -34,9 +35,23 @@ def run(context: CommandContext, statement: DescribeStatement) -> Rows:
         rows.extend(
             (key, value, "") for key, value in information(view, entry.properties, entry.comment)
         )
+        rows.extend((key, value, "") for key, value in view_graph(context, view, bases))
         rows.extend((key, value, "") for key, value in change_logs(view, bases))
         rows.extend((key, value, "") for key, value in next_refresh(context.spark, view, bases))
     return rows
+
+
+def view_graph(
+    context: CommandContext, view: MvMetadata, bases: list[BaseTable]
+) -> list[tuple[str, str]]:
+    """The dependency graph around the view, both ways: the materialized views it reads
+    (its upstream views) and those that read it (its downstream views)."""
+    reads = [base.name for base in bases if base.materialized_view is not None]
+    read_by = [str(name) for name in downstream_views(context.catalog, view.name)]
+    return [
+        ("Reads Materialized Views", ", ".join(reads) or "(none)"),
+        ("Read By Materialized Views", ", ".join(read_by) or "(none)"),
+    ]
 
 
 def change_logs(view: MvMetadata, bases: list[BaseTable]) -> list[tuple[str, str]]:

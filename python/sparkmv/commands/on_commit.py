@@ -16,6 +16,13 @@ reads the view's snapshot as Spark reads any view.
 Which views to refresh, the table's change log lists (``ChangeLog.immediate_dependents``,
 kept by CREATE, ALTER and DROP); the catalog decides: a listed view no longer ON COMMIT is
 left alone.
+
+Views over views: a refresh of a materialized view that changes it is, for the views that
+read it, a captured write (its change is logged, ``capture/view_log.py``): its ON COMMIT
+readers are refreshed right after it, in the same statement, and theirs after them — the
+same rules and the same failure semantics, one level at a time (the graph is acyclic,
+``commands/dependencies.py``). This holds whatever refreshed the view: REFRESH, or an ON
+COMMIT refresh of its own.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ def refresh_immediate_views(
         checkpoint("on_commit.before_refresh")  # the write is committed, the view not yet
         try:
             with view_lock(view):
-                refresh.run(context, RefreshStatement(view))
+                refreshed = refresh.refresh_view(context, RefreshStatement(view))
         except Exception as error:
             detail = error.message if isinstance(error, SparkMvError) else str(error)
             raise SparkMvError(
@@ -51,6 +58,7 @@ def refresh_immediate_views(
                 view=view,
                 detail=detail.splitlines()[0] if detail else type(error).__name__,
             ) from error
+        refresh_immediate_views(context, view, refreshed.immediate)
 
 
 def mark_immediate(bases: Sequence[BaseTable], view: TableName, immediate: bool) -> None:

@@ -4,26 +4,30 @@ Executes the plan ``plan/refresh_plan.py`` decides: incremental when the query i
 maintainable, the policy allows it, every base table's change log covers the versions since
 the last refresh and (under AUTO) the cost model estimates it cheaper; otherwise full, with
 the reason in the result row and in DESCRIBE EXTENDED. A refresh with no pending change
-reads no data. Every refresh's duration is recorded against the model's estimate of its mode.
+reads no data. A view that other views read logs the change it applies, in the same commit
+(``capture/view_log.py``). Every refresh's duration is recorded against the model's
+estimate of its mode.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pyspark.sql import SparkSession
 
 from sparkmv.analyze.relational import Node, read_columns
 from sparkmv.apply.incremental import ChangeDoesNotFitError
 from sparkmv.apply.materialize import (
+    ChangeRecorder,
     commit_metadata,
     commit_snapshot,
     full_refresh,
     incremental_refresh,
     now_ms,
 )
-from sparkmv.capture.tracking import BaseTable, positions, schemas
+from sparkmv.capture.tracking import BaseTable, immediate_views, positions, schemas
+from sparkmv.capture.view_log import ViewChangeLog
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
@@ -31,7 +35,7 @@ from sparkmv.delta.engine import BaseState, DeltaEngine
 from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
 from sparkmv.jobs import job_step
-from sparkmv.parse.statements import RefreshMode, RefreshStatement
+from sparkmv.parse.statements import RefreshMode, RefreshStatement, TableName
 from sparkmv.plan.aggregate_view import compiled_types_json, remember_compiled_types
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
@@ -53,14 +57,32 @@ RESULT_SCHEMA = (
 )
 
 
+@dataclass(frozen=True)
+class Refreshed:
+    """One view's refresh: its result rows, and the ON COMMIT views that read it, to refresh
+    next because it changed (``commands/on_commit.py``)."""
+
+    rows: Rows
+    immediate: list[TableName]
+
+
 def run(context: CommandContext, statement: RefreshStatement) -> Rows:
+    """Refresh the one view ``statement`` names (``commands/cascade.py`` runs the
+    statement: its upstream views first under CASCADE, its ON COMMIT dependents after)."""
+    return refresh_view(context, statement).rows
+
+
+def refresh_view(context: CommandContext, statement: RefreshStatement) -> Refreshed:
+    """Refresh the view; when other views read it, its change is logged for them
+    (``capture/view_log.py``) and its ON COMMIT readers are returned if it changed."""
     started = now_ms()
     facts = context.catalog.refresh_facts(statement.name)
     view = facts.view
+    recorder = ViewChangeLog.of(context.spark, facts.entry)
     bases = context.start_tracking(view.name, view.base_tables, facts)
     plan = plan_refresh(context.spark, view, statement.mode, bases)
     if plan.nothing_pending:
-        return record_no_change(context, view, plan, bases, started)
+        return Refreshed(record_no_change(context, view, plan, bases, started), [])
     assert plan.query is not None
     consumed = view.with_changes(
         consumed_versions=positions(bases), checked_schemas=plan.query.checked_schemas
@@ -69,17 +91,22 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     updated: MvMetadata | None = None
     if plan.mode is RefreshMode.INCREMENTAL:
         try:
-            updated = refresh_incrementally(context, consumed, plan, bases, started, irrelevant)
+            updated = refresh_incrementally(
+                context, consumed, plan, bases, started, irrelevant, recorder
+            )
         except ChangeDoesNotFitError as error:
             reason = f"the view's change did not fit its stored rows ({error})"
             plan = replace(plan, mode=RefreshMode.FULL, reason=reason)
     if updated is None:
-        updated = refresh_fully(context, consumed, plan, bases, started)
+        updated = refresh_fully(context, consumed, plan, bases, started, recorder)
     context.compact_logs(bases, updated)
     inserted = updated.stats.rows_inserted - view.stats.rows_inserted
     deleted = updated.stats.rows_deleted - view.stats.rows_deleted
     dropped = sum(irrelevant.values()) if plan.mode is RefreshMode.INCREMENTAL else 0
-    return [(plan.mode.value, plan.reason, inserted, deleted, dropped, now_ms() - started)]
+    changed = recorder is not None and updated.snapshot != view.snapshot
+    immediate = immediate_views(recorder.log) if changed and recorder is not None else []
+    rows = [(plan.mode.value, plan.reason, inserted, deleted, dropped, now_ms() - started)]
+    return Refreshed(rows, immediate)
 
 
 def record_no_change(
@@ -112,6 +139,7 @@ def refresh_incrementally(
     bases: list[BaseTable],
     started: int,
     irrelevant: dict[str, int],
+    recorder: ChangeRecorder | None = None,
 ) -> MvMetadata:
     """Apply the view's change since its last refresh (``irrelevant`` gets the changed rows
     the irrelevance filters dropped, per base table); the committed metadata. Raises
@@ -133,7 +161,15 @@ def refresh_incrementally(
             return irrelevant
 
         return incremental_refresh(
-            spark, context.catalog, measured, change, merge, plan.reason, started, skipped_counts
+            spark,
+            context.catalog,
+            measured,
+            change,
+            merge,
+            plan.reason,
+            started,
+            skipped_counts,
+            recorder,
         )
 
 
@@ -143,6 +179,7 @@ def refresh_fully(
     plan: RefreshPlan,
     bases: list[BaseTable],
     started: int,
+    recorder: ChangeRecorder | None = None,
 ) -> MvMetadata:
     """Recompute the view into a new snapshot in the layout its policy and query call for
     (bucketed for a maintainable view under AUTO, ready for incremental refreshes); the
@@ -158,7 +195,9 @@ def refresh_fully(
     else:
         data = plan.query.data
     with job_step(spark, f"REFRESH {consumed.name}: recompute ({plan.reason})"):
-        return full_refresh(spark, context.catalog, measured, data, layout, plan.reason, started)
+        return full_refresh(
+            spark, context.catalog, measured, data, layout, plan.reason, started, recorder
+        )
 
 
 def base_states(

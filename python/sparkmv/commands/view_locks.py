@@ -7,7 +7,9 @@ COMMIT refreshes of writes from several threads; so every statement that writes 
 storage or catalog entry (CREATE [OR REPLACE], REFRESH, ALTER, DROP, and the ON COMMIT
 refreshes of a write) holds its view's lock from its first catalog read to its last commit.
 The one that waits then reads the view as the other committed it: a refresh finds nothing
-pending, or only what came after.
+pending, or only what came after. A thread holds one view's lock at a time while it
+refreshes (REFRESH ... CASCADE and the ON COMMIT views a refresh changes each take and release
+their own), so two threads never wait for each other's locks.
 
 The lock is keyed by the view's bare name, lower-cased: knowing the database of an
 unqualified name would cost a JVM call, and a coarser lock only serializes a little more.

@@ -6,8 +6,8 @@ Grammar (keywords case-insensitive, comments anywhere)::
         [ ( col [COMMENT 'c'] [, ...] ) ]
         { COMMENT 'c' | TBLPROPERTIES ( 'k' = 'v' [, ...] ) | REFRESH refresh_spec } ...
         AS query
-    REFRESH MATERIALIZED VIEW name [ FULL | INCREMENTAL ]
-    DROP MATERIALIZED VIEW [ IF EXISTS ] name
+    REFRESH MATERIALIZED VIEW name [ FULL | INCREMENTAL ] [ CASCADE ]
+    DROP MATERIALIZED VIEW [ IF EXISTS ] name [ CASCADE ]
     SHOW MATERIALIZED VIEWS [ { FROM | IN } db ] [ LIKE 'pattern' ]
     { DESCRIBE | DESC } MATERIALIZED VIEW [ EXTENDED ] name
     ALTER MATERIALIZED VIEW name { SET REFRESH refresh_spec | AS query }
@@ -215,7 +215,8 @@ class _Parser:
             return self.refresh()
         if self.accept("DROP", "MATERIALIZED", "VIEW"):
             if_exists = self.accept("IF", "EXISTS")
-            return DropStatement(self.table_name(), if_exists)
+            name = self.table_name()
+            return DropStatement(name, if_exists, cascade=self.accept("CASCADE"))
         if self.accept("SHOW", "MATERIALIZED", "VIEWS"):
             return self.show()
         if self.accept("DESCRIBE", "MATERIALIZED", "VIEW") or self.accept(
@@ -274,9 +275,11 @@ class _Parser:
             mode = RefreshMode.FULL
         elif self.accept("INCREMENTAL"):
             mode = RefreshMode.INCREMENTAL
-        elif self.token.kind is not TokenKind.END and self.token.text != ";":
-            raise self.error(f"unexpected {self.token.describe()}", "FULL, INCREMENTAL or end")
-        return RefreshStatement(name, mode)
+        cascade = self.accept("CASCADE")
+        if self.token.kind is not TokenKind.END and self.token.text != ";":
+            expected = "CASCADE or end" if mode is not None else "FULL, INCREMENTAL, CASCADE or end"
+            raise self.error(f"unexpected {self.token.describe()}", expected)
+        return RefreshStatement(name, mode, cascade)
 
     def show(self) -> ShowStatement:
         database = None

@@ -87,12 +87,14 @@ class CreateStatement:
 class RefreshStatement:
     name: TableName
     mode: RefreshMode | None = None
+    cascade: bool = False  # refresh the materialized views it reads first
 
 
 @dataclass(frozen=True)
 class DropStatement:
     name: TableName
     if_exists: bool = False
+    cascade: bool = False  # drop the materialized views that read it too
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,54 @@
+"""A refresh of a view that another view reads, killed around its commit.
+
+``u``'s data commit (the catalog) and its change-log commit (the manifest) are separate
+writes; the log commit is prepared before the catalog commit and published after it
+(``capture/view_log.py``). Killed after preparing (before the catalog commit), ``u`` is as
+before and the prepared commit must not be published; killed after the catalog commit
+(before the manifest), ``u`` is as after and the next reader must publish it. Either way
+``d`` (over ``u``) then refreshes incrementally and equals its query: the change was neither
+missed nor applied twice. A chain of child processes on one warehouse
+(``view_log_crash_steps.py``), each checking the previous one's crash.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import python_env
+from sparkmv.faults import CRASH_AT_ENV, CRASH_EXIT_CODE
+
+STEPS = Path(__file__).with_name("view_log_crash_steps.py")
+POINTS = ["view_log.after_prepare", "refresh.after_commit"]
+
+
+def run_step(warehouse: Path, step: str, crash_at: str | None) -> subprocess.CompletedProcess[str]:
+    env = python_env()
+    env.pop(CRASH_AT_ENV, None)
+    if crash_at:
+        env[CRASH_AT_ENV] = crash_at
+    return subprocess.run(
+        [sys.executable, str(STEPS), str(warehouse), step],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_a_view_log_commit_recovers_from_a_crash_before_and_after_the_view_commit(
+    tmp_path: Path,
+) -> None:
+    warehouse = tmp_path / "warehouse"
+    setup = run_step(warehouse, "setup", None)
+    assert setup.returncode == 0, setup.stderr[-3000:]
+    for index, point in enumerate(POINTS):
+        crashed = run_step(warehouse, str(index), point)
+        assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr[-3000:]
+        if index:
+            assert f"CHECKED before {index}" in crashed.stdout, crashed.stdout
+    last = run_step(warehouse, "final", None)
+    assert last.returncode == 0, last.stderr[-3000:]
+    assert "CHECKED before final" in last.stdout and "NOT CRASHED" in last.stdout, last.stdout
