@@ -7,7 +7,9 @@ the log. (Logs started before the dependents moved into them list them in the ta
 ``sparkmv.tracking.dependents`` property: a metastore write per base table per CREATE. That
 list is still read, and shrunk as its views are dropped.) Tracking
 works for parquet tables of the session catalog; any other base table (a plain view, another
-format) is reported as untracked with the reason, and views over it refresh fully.
+format) is reported as untracked with the reason, and views over it refresh fully — unless
+its catalog offers Spark's changelog of it (``changelog_source``): then the view reads its
+changes from there, and sparkmv tracks nothing of it.
 
 The log's directory carries a random suffix recorded in the table's properties, so a table
 dropped and created again under the same name never inherits an old log.
@@ -25,7 +27,9 @@ from pyspark.sql.types import StructType
 
 from sparkmv import fs
 from sparkmv.capture.change_log import ChangeLog, FileRef
+from sparkmv.capture.changelog_source import ChangelogSource
 from sparkmv.capture.files import TableFiles, list_table_files
+from sparkmv.capture.source import VersionedChanges
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import LogPosition
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
@@ -54,23 +58,35 @@ class TableTracking:
 
 @dataclass(frozen=True)
 class BaseTable:
-    """A base table as a command that reads it sees it once tracking has started."""
+    """A base table as a command that reads it sees it once tracking has started: its
+    changes come from sparkmv's change ``log``, or from its catalog's ``changelog``, or it
+    is untracked (neither; ``problem`` says why)."""
 
     name: str  # qualified
-    log: ChangeLog | None  # None: untracked
-    version: int  # the log's version the command reads (0 when untracked)
-    files: TableFiles | None  # the table's files at that version
+    log: ChangeLog | None  # None: not tracked by sparkmv
+    version: int  # the version of its changes the command reads (0 when untracked)
+    files: TableFiles | None  # the table's files at that version (tracked by sparkmv)
     problem: str = ""  # why it is untracked, or the changes its log missed
     entry: CatalogEntry | None = None  # the catalog entry tracking read it from
+    changelog: ChangelogSource | None = None  # its catalog's changelog, read instead of a log
+
+    @property
+    def source(self) -> VersionedChanges | None:
+        """Where its changes are read from; None: untracked."""
+        return self.log if self.log is not None else self.changelog
 
     @property
     def position(self) -> LogPosition | None:
-        return LogPosition(self.log.root, self.version) if self.log is not None else None
+        source = self.source
+        return LogPosition(source.identity, self.version) if source is not None else None
 
     def rows(self, spark: SparkSession) -> DataFrame:
-        """The table's rows at ``version``: its files as listed, so a write that commits
-        while the command runs is not half-read (that write belongs to a later version).
-        A small table is read by one task (``ONE_TASK_MAX_BYTES``)."""
+        """The table's rows at ``version``: its files as listed (a changelog's table: as
+        of that version), so a write that commits while the command runs is not half-read
+        (that write belongs to a later version). A small table is read by one task
+        (``ONE_TASK_MAX_BYTES``)."""
+        if self.changelog is not None:
+            return self.changelog.rows()
         if self.log is None or self.files is None:
             return spark.table(self.name)
         files = self.files.files
@@ -81,16 +97,17 @@ class BaseTable:
 
 
 def positions(bases: list[BaseTable]) -> dict[str, LogPosition]:
-    """The log position of every tracked base table (what a refresh has consumed)."""
+    """The version of every base table's changes a refresh has consumed."""
     return {base.name: base.position for base in bases if base.position is not None}
 
 
 def schemas(bases: list[BaseTable]) -> dict[str, StructType] | None:
     """Every base table's schema as tracking read it from the catalog; None when some base
     table is untracked (its schema was not read)."""
-    if any(base.log is None for base in bases):
+    sources = {base.name: base.source for base in bases}
+    if any(source is None for source in sources.values()):
         return None
-    return {base.name: base.log.schema for base in bases if base.log is not None}
+    return {name: source.schema for name, source in sources.items() if source is not None}
 
 
 def untracked_reason(entry: CatalogEntry | None) -> str:
@@ -118,7 +135,7 @@ class Tracking:
         """``state`` for a catalog entry of ``table`` the caller already looked up."""
         reason = untracked_reason(entry)
         if reason or entry is None or keys.TRACKING_LOG not in entry.properties:
-            return TableTracking(table, None, reason or "no materialized view tracks it")
+            return TableTracking(table, None, reason or "no materialized view tracks it", entry)
         return TableTracking(table, self._log(entry), entry=entry)
 
     def start(self, table: TableName, view: TableName, entry: CatalogEntry | None) -> TableTracking:
@@ -126,7 +143,7 @@ class Tracking:
         ``entry``; begin capture if it is the first."""
         reason = untracked_reason(entry)
         if reason or entry is None:
-            return TableTracking(table, None, reason)
+            return TableTracking(table, None, reason, entry)
         log_root = entry.properties.get(keys.TRACKING_LOG)
         if log_root is None:
             # The log starts with the table's current files: the state it vouches for.
