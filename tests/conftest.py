@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 import sparkmv
+import versioned_catalog
 from hypothesis import HealthCheck, settings
 from py4j import clientserver
 from pyspark.sql import DataFrame, SparkSession
@@ -60,6 +61,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             "spark.driver.memory": "2g",  # one session runs the whole suite
+            **versioned_catalog.session_conf(),  # DSv2 catalogs with and without a changelog
         },
     )
     yield session

@@ -44,24 +44,34 @@ def jar_path() -> str:
         if jar.is_file():
             return str(jar)
         raise JarBuildError(f"{jar} is missing and the shim sources are not available")
-    digest = _sources_digest()
+    return built_jar(jar, _SOURCES_DIR)
+
+
+def built_jar(jar: Path, sources: Path, classpath: tuple[Path, ...] = ()) -> str:
+    """``jar`` compiled from the Scala files under ``sources`` against pyspark's jars and
+    ``classpath``: rebuilt when the digest of those sources (and of the ``classpath`` jars)
+    differs from the one stamped beside it (``<jar>.sha256``). Also builds the test jar of
+    the shim's test sources (``tests/test_jar.py``), never shipped."""
+    digest = _sources_digest(sources, classpath)
     stamp = jar.with_suffix(".sha256")
     if jar.is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
         return str(jar)
-    _build(jar)
+    _build(jar, _scala_sources(sources), classpath)
     stamp.write_text(digest + "\n")
     return str(jar)
 
 
-def _scala_sources() -> list[Path]:
-    return sorted(_SOURCES_DIR.rglob("*.scala"))
+def _scala_sources(sources: Path) -> list[Path]:
+    return sorted(sources.rglob("*.scala"))
 
 
-def _sources_digest() -> str:
+def _sources_digest(sources: Path, classpath: tuple[Path, ...]) -> str:
     sha = hashlib.sha256()
-    for source in _scala_sources():
-        sha.update(str(source.relative_to(_SOURCES_DIR)).encode())
+    for source in _scala_sources(sources):
+        sha.update(str(source.relative_to(sources)).encode())
         sha.update(source.read_bytes())
+    for jar in classpath:
+        sha.update(jar.read_bytes())
     return sha.hexdigest()
 
 
@@ -92,7 +102,7 @@ def _compiler_classpath(jars: Path) -> str:
     return os.pathsep.join(parts)
 
 
-def _build(jar: Path) -> None:
+def _build(jar: Path, sources: list[Path], classpath: tuple[Path, ...]) -> None:
     jars = pyspark_jars_dir()
     with tempfile.TemporaryDirectory(prefix="sparkmv-shim-") as tmp:
         classes = Path(tmp) / "classes"
@@ -104,16 +114,16 @@ def _build(jar: Path) -> None:
             "scala.tools.nsc.Main",
             "-nowarn",
             "-classpath",
-            str(jars / "*"),
+            os.pathsep.join([str(jars / "*"), *map(str, classpath)]),
             "-d",
             str(classes),
-            *map(str, _scala_sources()),
+            *map(str, sources),
         ]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise JarBuildError("scalac failed:\n" + result.stdout + result.stderr)
         jar.parent.mkdir(parents=True, exist_ok=True)
-        partial = jar.parent / f".{JAR_NAME}.{os.getpid()}.partial"
+        partial = jar.parent / f".{jar.name}.{os.getpid()}.partial"
         _write_jar(classes, partial)
         # Replace atomically so a concurrent reader never loads a half-written jar.
         os.replace(partial, jar)

@@ -32,6 +32,7 @@ from sparkmv.analyze.relational import (
     walk,
 )
 from sparkmv.analyze.windows import tie_sensitive_construct
+from sparkmv.parse.statements import SESSION_CATALOG, TableName
 
 # Spark's names of the aggregate functions the rules maintain (``AGGREGATE_FUNCTIONS``).
 MAINTAINED_AGGREGATES = frozenset(AGGREGATE_FUNCTIONS.values())
@@ -123,12 +124,23 @@ def qualified(tree: exp.Expr, database: str, columns: Mapping[str, tuple[str, ..
     tree = tree.copy()
     if not tree.args.get("limit") and not tree.args.get("offset"):
         tree.set("order", None)
-    by_database: dict[str, dict[str, dict[str, str]]] = {}
-    for table, names in columns.items():
-        db, _, name = table.partition(".")
-        by_database.setdefault(db, {})[name] = dict.fromkeys(names, "STRING")  # names suffice
-    schema: dict[str, object] = dict(by_database.items())
-    return qualify(tree, schema=schema, db=database, dialect="spark")
+    parsed = {key: TableName.parse_qualified(key) for key in columns}
+    if not any(table.catalog for table in parsed.values()):
+        by_database: dict[str, dict[str, dict[str, str]]] = {}
+        for key, names in columns.items():
+            db, _, name = key.partition(".")
+            by_database.setdefault(db, {})[name] = dict.fromkeys(names, "STRING")
+        return qualify(tree, schema=dict(by_database.items()), db=database, dialect="spark")
+    # A base table of another catalog: sqlglot wants every table at the same depth, so the
+    # session's are named through its catalog too (``table_key`` drops that name again).
+    by_catalog: dict[str, dict[str, dict[str, dict[str, str]]]] = {}
+    for key, table in parsed.items():
+        catalog = by_catalog.setdefault(table.catalog or SESSION_CATALOG, {})
+        catalog.setdefault(table.database or database, {})[table.name] = dict.fromkeys(
+            columns[key], "STRING"
+        )
+    schema: dict[str, object] = dict(by_catalog.items())
+    return qualify(tree, schema=schema, db=database, catalog=SESSION_CATALOG, dialect="spark")
 
 
 def spark_plan_construct(data: DataFrame, grouped: bool, windowed: bool = False) -> str:

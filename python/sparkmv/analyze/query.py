@@ -19,6 +19,7 @@ from sqlglot.errors import ParseError
 
 from sparkmv import frames
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.parse.statements import SESSION_CATALOG
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,18 @@ def _base_tables(tree: exp.Expr, database: str) -> tuple[str, ...]:
         name = table.name.lower()
         if not name or (not table.db and name in cte_names):
             continue
-        tables.add(f"{(table.db or database).lower()}.{name}")
+        tables.add(table_key(table, database))
     return tuple(sorted(tables))
+
+
+def table_key(table: exp.Table, database: str) -> str:
+    """How a view names the base table ``table`` (its unqualified name resolved in
+    ``database``): ``db.name`` in the session catalog, ``catalog.namespace.name`` in another
+    DSv2 catalog (read through Spark's changelog, ``capture/changelog_source.py``); lower
+    case, as Spark's names are case-insensitive."""
+    name = f"{(table.db or database).lower()}.{table.name.lower()}"
+    catalog = table.catalog.lower()
+    return name if not catalog or catalog == SESSION_CATALOG else f"{catalog}.{name}"
 
 
 def query_dataframe(spark: SparkSession, text: str, database: str) -> DataFrame:

@@ -91,6 +91,7 @@ from sparkmv.analyze.ir import (
     scanned_tables,
     walk,
 )
+from sparkmv.analyze.query import table_key
 from sparkmv.analyze.windows import function_of, unsupported_window_call
 
 __all__ = [  # the IR, for the modules that read it through the builder's module
@@ -834,7 +835,7 @@ class RelationalBuilder:
                 node, names = self._query(ctes[name], ctes)
                 scope[alias] = _Relation(node, dict(zip(names, node.outputs, strict=True)))
                 return node
-            qualified = f"{item.db.lower()}.{name}"
+            qualified = table_key(item, item.db)
             if qualified not in self.tables:
                 raise NotMaintainableError(f"table {qualified} (not among the view's base tables)")
             columns = self.tables[qualified]

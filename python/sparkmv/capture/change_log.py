@@ -424,6 +424,11 @@ class ChangeLog:
 
     # -- reading -------------------------------------------------------------------------
 
+    @property
+    def identity(self) -> str:
+        """The log's root: a table re-created under its name gets a new log."""
+        return self.root
+
     def current_version(self) -> int:
         versions = self._versions()
         return versions[-1] if versions else self.earliest_readable()

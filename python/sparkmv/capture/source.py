@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 
 
 class ChangeSource(Protocol):
@@ -32,6 +33,34 @@ class ChangeSource(Protocol):
         Raises ``ChangeRangeError`` when the source no longer (or not yet) covers the
         range; the caller then refreshes fully.
         """
+        ...
+
+
+class VersionedChanges(ChangeSource, Protocol):
+    """A ``ChangeSource`` as a refresh reads it: sparkmv's own change log
+    (``change_log.ChangeLog``) or a catalog's changelog (``changelog_source.ChangelogSource``).
+    """
+
+    @property
+    def identity(self) -> str:
+        """What the versions are versions of: a view records it with the version it consumed
+        (``LogPosition.log``), so a table re-created under its name (new versions) is never
+        read against an old version."""
+        ...
+
+    @property
+    def schema(self) -> StructType:
+        """The table's columns, which every change row has (in this order)."""
+        ...
+
+    def row_changes(self, start: int, end: int, read: set[str] | None = None) -> DataFrame:
+        """The change rows of versions ``(start, end]`` as a Z-set, not consolidated (a row
+        inserted then deleted appears twice). A reader of only the columns ``read`` (None:
+        all) may be spared changes that leave them as they were."""
+        ...
+
+    def unreadable_reason(self, start: int, end: int) -> str:
+        """Why ``net_changes(start, end)`` cannot be answered; "" when it can."""
         ...
 
 

@@ -9,7 +9,9 @@ list is still read, and shrunk as its views are dropped.) Tracking
 works for parquet tables of the session catalog and for materialized views (views over views:
 a view's log holds the changes its refreshes applied, ``capture/view_log.py``, and its state
 is its snapshot's files); any other base table (a plain view, another format) is reported as
-untracked with the reason, and views over it refresh fully.
+untracked with the reason, and views over it refresh fully — unless its catalog offers
+Spark's changelog of it (``changelog_source``): then the view reads its changes from there,
+and sparkmv tracks nothing of it.
 
 The log's directory carries a random suffix recorded in the table's properties, so a table
 dropped and created again under the same name never inherits an old log.
@@ -28,7 +30,9 @@ from pyspark.sql.types import StructType
 from sparkmv import fs
 from sparkmv.apply.snapshot import view_text
 from sparkmv.capture.change_log import ChangeLog, FileRef
+from sparkmv.capture.changelog_source import ChangelogSource
 from sparkmv.capture.files import DataFile, DataUnit, TableFiles, list_table_files
+from sparkmv.capture.source import VersionedChanges
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import LogPosition, MvMetadata
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
@@ -57,18 +61,27 @@ class TableTracking:
 
 @dataclass(frozen=True)
 class BaseTable:
-    """A base table as a command that reads it sees it once tracking has started."""
+    """A base table as a command that reads it sees it once tracking has started: its
+    changes come from sparkmv's change ``log``, or from its catalog's ``changelog``, or it
+    is untracked (neither; ``problem`` says why)."""
 
     name: str  # qualified
-    log: ChangeLog | None  # None: untracked
-    version: int  # the log's version the command reads (0 when untracked)
-    files: TableFiles | None  # the table's files at that version
+    log: ChangeLog | None  # None: not tracked by sparkmv
+    version: int  # the version of its changes the command reads (0 when untracked)
+    files: TableFiles | None  # the table's files at that version (tracked by sparkmv)
     problem: str = ""  # why it is untracked, or the changes its log missed
     entry: CatalogEntry | None = None  # the catalog entry tracking read it from
+    changelog: ChangelogSource | None = None  # its catalog's changelog, read instead of a log
+
+    @property
+    def source(self) -> VersionedChanges | None:
+        """Where its changes are read from; None: untracked."""
+        return self.log if self.log is not None else self.changelog
 
     @property
     def position(self) -> LogPosition | None:
-        return LogPosition(self.log.root, self.version) if self.log is not None else None
+        source = self.source
+        return LogPosition(source.identity, self.version) if source is not None else None
 
     @property
     def materialized_view(self) -> MvMetadata | None:
@@ -76,11 +89,14 @@ class BaseTable:
         return view_metadata(self.name, self.entry)
 
     def rows(self, spark: SparkSession) -> DataFrame:
-        """The table's rows at ``version``: its files as listed, so a write that commits
-        while the command runs is not half-read (that write belongs to a later version).
-        A small table is read by one task (``ONE_TASK_MAX_BYTES``). A materialized view is
-        read at the snapshot its log vouches for at ``version`` (snapshots are immutable, so
-        a refresh of it committing meanwhile is not seen either)."""
+        """The table's rows at ``version``: its files as listed (a changelog's table: as
+        of that version), so a write that commits while the command runs is not half-read
+        (that write belongs to a later version). A small table is read by one task
+        (``ONE_TASK_MAX_BYTES``). A materialized view is read at the snapshot its log vouches
+        for at ``version`` (snapshots are immutable, so a refresh of it committing meanwhile
+        is not seen either)."""
+        if self.changelog is not None:
+            return self.changelog.rows()
         if self.log is None or self.files is None:
             return spark.table(self.name)
         upstream = self.materialized_view
@@ -94,16 +110,17 @@ class BaseTable:
 
 
 def positions(bases: list[BaseTable]) -> dict[str, LogPosition]:
-    """The log position of every tracked base table (what a refresh has consumed)."""
+    """The version of every base table's changes a refresh has consumed."""
     return {base.name: base.position for base in bases if base.position is not None}
 
 
 def schemas(bases: list[BaseTable]) -> dict[str, StructType] | None:
     """Every base table's schema as tracking read it from the catalog; None when some base
     table is untracked (its schema was not read)."""
-    if any(base.log is None for base in bases):
+    sources = {base.name: base.source for base in bases}
+    if any(source is None for source in sources.values()):
         return None
-    return {base.name: base.log.schema for base in bases if base.log is not None}
+    return {name: source.schema for name, source in sources.items() if source is not None}
 
 
 def view_metadata(qualified: str, entry: CatalogEntry | None) -> MvMetadata | None:
@@ -151,7 +168,7 @@ class Tracking:
         """``state`` for a catalog entry of ``table`` the caller already looked up."""
         reason = untracked_reason(entry)
         if reason or entry is None or keys.TRACKING_LOG not in entry.properties:
-            return TableTracking(table, None, reason or "no materialized view tracks it")
+            return TableTracking(table, None, reason or "no materialized view tracks it", entry)
         return TableTracking(table, self._log(entry), entry=entry)
 
     def start(self, table: TableName, view: TableName, entry: CatalogEntry | None) -> TableTracking:
@@ -159,7 +176,7 @@ class Tracking:
         ``entry``; begin capture if it is the first."""
         reason = untracked_reason(entry)
         if reason or entry is None:
-            return TableTracking(table, None, reason)
+            return TableTracking(table, None, reason, entry)
         log_root = entry.properties.get(keys.TRACKING_LOG)
         if log_root is None:
             # The log starts with the table's current files: the state it vouches for.

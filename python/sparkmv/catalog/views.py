@@ -90,15 +90,21 @@ class ViewCatalog:
         return TableName(name.name.lower(), database.lower())
 
     def entry(self, name: TableName) -> CatalogEntry | None:
-        """The table or view ``name`` (resolved), or None if it does not exist."""
+        """The table or view ``name`` (resolved), or None if the session catalog has no such
+        table (a table of another catalog is never its)."""
+        if name.catalog is not None:
+            return None
         text = self._bridge.table(self._session, name.database, name.name)
         return None if text is None else entry_from_description(json.loads(text))
 
     def entries(self, names: list[TableName]) -> dict[TableName, CatalogEntry | None]:
         """``entry`` of each of ``names`` (resolved), in one metastore call per database."""
-        pairs = json.dumps([[name.database, name.name] for name in names])
-        found = json.loads(self._bridge.tables(self._session, pairs))
-        described = (found[f"{name.database}.{name.name}"] for name in names)
+        session_names = [name for name in names if name.catalog is None]
+        pairs = json.dumps([[name.database, name.name] for name in session_names])
+        found = json.loads(self._bridge.tables(self._session, pairs)) if session_names else {}
+        described = (
+            None if name.catalog else found.get(f"{name.database}.{name.name}") for name in names
+        )
         return {
             name: None if value is None else entry_from_description(value)
             for name, value in zip(names, described, strict=True)

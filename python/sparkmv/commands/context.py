@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyspark.sql import SparkSession
 
+from sparkmv.capture import changelog_source
 from sparkmv.capture.change_log import ChangeLog
-from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking
+from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking, untracked_reason
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.views import CatalogEntry, RefreshFacts, ViewCatalog
 from sparkmv.fs import FileStatus
-from sparkmv.parse.statements import TableName
+from sparkmv.parse.statements import SESSION_CATALOG, TableName
 
 Rows = list[tuple[Any, ...]]
 """Result rows, in the order of the command's RESULT_SCHEMA."""
@@ -45,7 +46,7 @@ class CommandContext:
         return [
             self._base_table(
                 qualified,
-                lambda t: self.tracking.start(t, view, entries[t]),
+                lambda t: self.tracking.start(t, view, entries.get(t)),
                 reconcile=True,
                 listed=listed,
             )
@@ -72,7 +73,7 @@ class CommandContext:
         table = TableName.parse_qualified(qualified)
         state = tracking(table)
         if state.log is None:
-            return BaseTable(qualified, None, 0, None, state.untracked_reason)
+            return self._untracked(qualified, table, state)
         files = self.tracking.files(table, state.entry, listed)
         missed = state.log.reconcile(files) if reconcile else state.log.verify(files)
         problem = f"base table {qualified}: {missed}" if missed else ""
@@ -84,6 +85,29 @@ class CommandContext:
         return BaseTable(
             qualified, state.log, state.log.current_version(), files, problem, state.entry
         )
+
+    def _untracked(self, qualified: str, table: TableName, state: TableTracking) -> BaseTable:
+        """``qualified``, which sparkmv does not track (``state`` says why): read through its
+        catalog's changelog when it offers one (a table of another catalog, or a session
+        table of a format sparkmv does not track), else untracked, with both reasons."""
+        reason = state.untracked_reason
+        if table.catalog is not None:
+            reason = "sparkmv tracks parquet tables of the session catalog only"
+        elif (
+            state.entry is None
+            or state.entry.table_type == "VIEW"
+            or not untracked_reason(state.entry)
+        ):
+            return BaseTable(qualified, None, 0, None, reason, state.entry)
+        described = changelog_source.describe(
+            self.spark, replace(table, catalog=table.catalog or SESSION_CATALOG)
+        )
+        if described is None:
+            return BaseTable(qualified, None, 0, None, "it does not exist")
+        source = described.source(self.spark)
+        if isinstance(source, str):
+            return BaseTable(qualified, None, 0, None, f"{reason}, and {source}", state.entry)
+        return BaseTable(qualified, None, source.version, None, "", state.entry, source)
 
     def compact_logs(self, bases: list[BaseTable], committed: MvMetadata) -> None:
         """Retention: drop the log versions every dependent view has consumed; ``bases``

@@ -60,23 +60,28 @@ def change_logs(view: MvMetadata, bases: list[BaseTable]) -> list[tuple[str, str
     pending rows are counted (one Spark job per changed table)."""
     rows = []
     for base in bases:
-        label = f"Change Log {base.name}"
-        if base.log is None:
+        source = base.source
+        if base.changelog is not None:  # named apart from sparkmv's own logs
+            label = f"Changelog {base.name}"
+            prefix = "read from its catalog's changelog (CHANGES FROM VERSION): "
+        else:
+            label, prefix = f"Change Log {base.name}", ""
+        if source is None:
             rows.append((label, f"not tracked: {base.problem}"))
             continue
         obstacle = log_obstacle(view, base)
         if obstacle:
-            rows.append((label, f"the next refresh is full: {obstacle}"))
+            rows.append((label, f"{prefix}the next refresh is full: {obstacle}"))
             continue
         consumed = view.consumed_versions[base.name].version
         current = base.version
-        pending = base.log.net_changes(consumed, current).count() if current > consumed else 0
+        pending = source.net_changes(consumed, current).count() if current > consumed else 0
         skipped = view.stats.irrelevant_rows_skipped.get(base.name, 0)
         rows.append(
             (
                 label,
-                f"consumed version {consumed}, current version {current}, {pending} pending "
-                f"rows logged, {skipped} irrelevant rows skipped",
+                f"{prefix}consumed version {consumed}, current version {current}, {pending} "
+                f"pending rows logged, {skipped} irrelevant rows skipped",
             )
         )
     return rows
@@ -107,7 +112,7 @@ def up_to_date(view: MvMetadata, bases: list[BaseTable]) -> str:
     logs tell: stale once a base table changed since its last refresh (for an ON COMMIT
     view, only when its refresh after a write failed or was cut short)."""
     for base in bases:
-        if base.log is None or base.problem:
+        if base.source is None or base.problem:
             return f"unknown: the writes to base table {base.name} are not captured"
     if not changed_tables(view, bases) and not any(log_obstacle(view, b) for b in bases):
         return "yes"

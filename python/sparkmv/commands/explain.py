@@ -25,7 +25,7 @@ from sparkmv.parse.statements import (
     ShowStatement,
 )
 from sparkmv.plan.aggregate_view import aggregate_view
-from sparkmv.plan.refresh_plan import plan_refresh
+from sparkmv.plan.refresh_plan import change_source, plan_refresh
 from sparkmv.plan.view_delta import delta_terms, filters_enabled, stored_change
 
 RESULT_SCHEMA = "plan STRING"
@@ -64,6 +64,10 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         f"Reason: {plan.reason}",
         f"Base tables: {', '.join(view.base_tables)}",
     ]
+    # sparkmv's own change log is the default source; any other is named
+    lines.extend(
+        f"Change source of {base.name}: {change_source(base)}" for base in bases if base.log is None
+    )
     if plan.cost is not None:
         lines.append(f"Cost: {plan.cost.summary()}")
     if plan.nothing_pending:
@@ -74,9 +78,11 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
     if plan.mode is RefreshMode.FULL:
         lines.append("Recompute the query into a new snapshot, then switch the view to it.")
         return "\n".join(lines) + "\n\n" + spark_plan(query.data, mode)
+    read_from_changelog = {base.name for base in bases if base.changelog is not None}
     for table in plan.changed:
+        kind = "changelog" if table.name in read_from_changelog else "change log"
         lines.append(
-            f"Changed: {table.name} (change log versions {table.consumed_version} to "
+            f"Changed: {table.name} ({kind} versions {table.consumed_version} to "
             f"{table.current_version})"
         )
     maintained = query.maintainability

@@ -77,5 +77,11 @@ def check_immediate(view: TableName, bases: Sequence[BaseTable]) -> None:
             ErrorClass.MATERIALIZED_VIEW_ON_COMMIT_NOT_CAPTURED,
             view=view,
             table=base.name,
-            reason=base.problem or "untracked",
+            reason=base.problem
+            or (
+                "its changes are read from its catalog's changelog, and sparkmv sees none "
+                "of its writes"
+                if base.changelog is not None
+                else "untracked"
+            ),
         )

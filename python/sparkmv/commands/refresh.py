@@ -1,12 +1,12 @@
 """REFRESH MATERIALIZED VIEW name [FULL | INCREMENTAL]
 
 Executes the plan ``plan/refresh_plan.py`` decides: incremental when the query is
-maintainable, the policy allows it, every base table's change log covers the versions since
-the last refresh and (under AUTO) the cost model estimates it cheaper; otherwise full, with
-the reason in the result row and in DESCRIBE EXTENDED. A refresh with no pending change
-reads no data. A view that other views read logs the change it applies, in the same commit
-(``capture/view_log.py``). Every refresh's duration is recorded against the model's
-estimate of its mode.
+maintainable, the policy allows it, every base table's changes (sparkmv's change log, or its
+catalog's changelog) cover the versions since the last refresh and (under AUTO) the cost
+model estimates it cheaper; otherwise full, with the reason in the result row and in DESCRIBE
+EXTENDED. A refresh with no pending change reads no data. A view that other views read logs
+the change it applies, in the same commit (``capture/view_log.py``). Every refresh's
+duration is recorded against the model's estimate of its mode.
 """
 
 from __future__ import annotations
@@ -215,9 +215,9 @@ def base_states(
     states = {}
     for base in bases:
         state = BaseState(base.rows(spark))
-        if base.name in consumed and base.log is not None:
+        if base.name in consumed and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
-            logged = base.log.row_changes(consumed[base.name], base.version, read)
+            logged = base.source.row_changes(consumed[base.name], base.version, read)
             change = net_change(logged, read) if consolidated else None
             state = BaseState(state.rows, change, logged, read)
         states[base.name] = state

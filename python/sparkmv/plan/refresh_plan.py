@@ -13,8 +13,9 @@ prints it and DESCRIBE EXTENDED shows it as the next refresh. The rules, first m
 6. a base table whose log does not cover the versions since the last refresh, or a storage
    laid out for full refreshes only (``incremental_obstacle``): FULL, saying why;
 7. no base table changed: only record the refresh (the versions read, the schemas checked);
-8. policy AUTO, no mode requested and cost-based choice on (``REFRESH_COST_BASED_CONF``):
-   the mode ``plan/cost.py`` estimates cheaper, both estimates in the reason;
+8. policy AUTO, no mode requested, cost-based choice on (``REFRESH_COST_BASED_CONF``) and
+   every base table's files known (not so for a table read through its catalog's
+   changelog): the mode ``plan/cost.py`` estimates cheaper, both estimates in the reason;
 9. otherwise INCREMENTAL.
 
 A plan that refreshes carries the estimates the cost model could make (full: when every base
@@ -159,6 +160,8 @@ def plan_refresh(
     if not changed:
         return RefreshPlan(RefreshMode.INCREMENTAL, NO_CHANGE, nothing_pending=True, query=query)
     assert maintainability.root is not None
+    if not tracked:  # a changelog's table: its size is not known, nor its change's
+        return RefreshPlan(RefreshMode.INCREMENTAL, MAINTAINABLE, changed, query=query)
     sizes = table_bytes(bases)
     names = {table.name for table in changed}
     cost = estimate_cost(
@@ -208,9 +211,9 @@ def nothing_pending(spark: SparkSession, view: MvMetadata, bases: list[BaseTable
         return False
     for base in bases:
         consumed = view.consumed_versions.get(base.name)
-        if base.log is None or base.problem or consumed is None:
+        if base.source is None or base.problem or consumed is None:
             return False
-        if consumed.log != base.log.root or consumed.version != base.version:
+        if consumed.log != base.source.identity or consumed.version != base.version:
             return False
     if view.checked_schemas:
         return bool(view.layout.buckets)
@@ -221,11 +224,12 @@ def nothing_pending(spark: SparkSession, view: MvMetadata, bases: list[BaseTable
 
 
 def changed_tables(view: MvMetadata, bases: list[BaseTable]) -> tuple[ChangedTable, ...]:
-    """The tracked base tables whose log is at another version than the view consumed."""
+    """The base tables whose changes (log or changelog) are at another version than the view
+    consumed."""
     changed = []
     for base in bases:
         consumed = view.consumed_versions.get(base.name)
-        if base.log is not None and consumed is not None and consumed.version != base.version:
+        if base.source is not None and consumed is not None and consumed.version != base.version:
             changed.append(ChangedTable(base.name, consumed.version, base.version))
     return tuple(changed)
 
@@ -273,22 +277,33 @@ def incremental_obstacle(
 
 
 def log_obstacle(view: MvMetadata, base: BaseTable) -> str:
-    """Why ``base``'s log cannot give the view its changes since its last refresh ("" when
-    it can): the table is untracked, its log missed changes, the view has not read this log
-    (the table was re-created), or the log does not cover the versions (compacted, or a
-    write it could not log row by row)."""
-    if base.log is None:
+    """Why ``base``'s changes cannot give the view its changes since its last refresh (""
+    when they can): the table is untracked, its log missed changes, the view has not read
+    this log or changelog (the table was re-created), or it does not cover the versions
+    (compacted or expired, or a write the log could not log row by row)."""
+    source = base.source
+    if source is None:
         return f"base table {base.name} is not tracked: {base.problem}"
     if base.problem:
         return base.problem
     consumed = view.consumed_versions.get(base.name)
-    if consumed is None or consumed.log != base.log.root:
-        return f"the view has not read the current change log of base table {base.name}"
+    if consumed is None or consumed.log != source.identity:
+        kind = "changelog" if base.changelog is not None else "change log"
+        return f"the view has not read the current {kind} of base table {base.name}"
     if base.version != consumed.version:
-        unreadable = base.log.unreadable_reason(consumed.version, base.version)
+        unreadable = source.unreadable_reason(consumed.version, base.version)
         if unreadable:
             return f"base table {base.name}: {unreadable}"
     return ""
+
+
+def change_source(base: BaseTable) -> str:
+    """Where ``base``'s changes are read from, as EXPLAIN REFRESH and DESCRIBE name it."""
+    if base.changelog is not None:
+        return f"its catalog's changelog (CHANGES FROM VERSION), at version {base.version}"
+    if base.log is not None:
+        return f"sparkmv's change log, at version {base.version}"
+    return f"none (not tracked: {base.problem})"
 
 
 def storage_layout(

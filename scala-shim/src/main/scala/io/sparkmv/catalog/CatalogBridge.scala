@@ -47,7 +47,7 @@ object CatalogBridge {
    * a JSON object of `database` (the view's: `db`, or the current one when null; lower
    * case), `view` (its description, as `table` gives it, or null), `bases` (from `db.name` to
    * the description or null of each table its property `basesKey` lists, a JSON array of
-   * `db.name`) and `files` (from location to `FsBridge.listDataFiles` of each unpartitioned
+   * `db.name`; the `catalog.namespace.name` of other catalogs are left out) and `files` (from location to `FsBridge.listDataFiles` of each unpartitioned
    * base table having property `trackedKey`).
    */
   def refreshFacts(
@@ -60,8 +60,9 @@ object CatalogBridge {
     val ident = TableIdentifier(name.toLowerCase(Locale.ROOT), Some(database))
     val view = lookUp(spark, Seq(ident)).values.head
     val listed = view.flatMap(_.properties.get(basesKey)).toSeq.flatMap { names =>
-      json.readTree(names).elements().asScala.map { node =>
-        val qualified = node.asText()
+      // `catalog.namespace.name`: a table of another catalog, not the session catalog's
+      json.readTree(names).elements().asScala.map(_.asText()).filter(_.count(_ == '.') == 1).map {
+        qualified =>
         val dot = qualified.lastIndexOf('.')
         TableIdentifier(qualified.substring(dot + 1), Some(qualified.substring(0, dot)))
       }
