@@ -186,6 +186,17 @@ OVERRIDES: dict[tuple[str, int], Override] = {
     ("outer_join", 1360): sequential(
         "DELETE FROM base_r WHERE i IN (3, 4)", "INSERT INTO base_r VALUES (1), (2), (3), (4), (5)"
     ),
+    **{
+        ("outer_join", line): Override(
+            (),
+            Kind.NOOP,
+            "ROLLBACK TO p1 just before undoes this section's CREATE of mv and v and brings back "
+            "the previous section's mv and v, which that section dropped after its SAVEPOINT "
+            "p1; PostgreSQL then drops those. The runner's ROLLBACK TO does not bring dropped "
+            "objects back, so there is nothing to drop",
+        )
+        for line in (1317, 1318)
+    },
     ("pg_ivm", 5): Override(
         ("CREATE TABLE mv_base_a (i INT, j INT) USING parquet",), Kind.SQL, DROPPED_COLUMNS
     ),
@@ -239,6 +250,12 @@ SECTION_RULES: dict[str, SectionRule] = {
     "create_immv: (preamble)": SETUP,
     "create_immv: SQL other than SELECT": SETUP,  # drops what the preamble created
     "refresh_immv: (preamble)": SETUP,
+    # A chain: the view is written to, made unpopulated, written to, refreshed, written to.
+    "refresh_immv: Refresh IMMV with data": SETUP,
+    "refresh_immv: Make IMMV unpopulated": SETUP,
+    "refresh_immv: Immediate maintenance is disabled. IMMV can be scannable and is empty.": SETUP,
+    "refresh_immv: Refresh the IMMV and make it populated.": SETUP,
+    "refresh_immv: Immediate maintenance is enabled.": SETUP,
     "pg_ivm: (preamble)": SETUP,
     "pg_ivm: create a table to use as a basis for views and materialized views in various "
     "combinations": SETUP,
@@ -255,6 +272,22 @@ SECTION_RULES: dict[str, SectionRule] = {
         SectionRule(PG_TYPES)
     ),
 }
+
+
+PARENTHESIZED_JOIN_WITH_COLUMN_LIST = (
+    "sparkmv bug: a view with a column list over a query with duplicate column names "
+    "(r.i, s.i) fails under REFRESH FULL/AUTO with AMBIGUOUS_REFERENCE (INCREMENTAL and plain "
+    "Spark views accept it), and a parenthesized join in FROM is not incremental ('uses TABLE "
+    "as a query'), so this view cannot be created at all. Repro: CREATE TABLE a (i INT) USING "
+    "parquet; CREATE TABLE b (i INT) USING parquet; CREATE MATERIALIZED VIEW m (x, y) REFRESH "
+    "FULL AS SELECT a.i, b.i FROM a JOIN b ON a.i = b.i"
+)
+SECTION_RULES.update(
+    {
+        f"outer_join: {title}": SectionRule(xfail=PARENTHESIZED_JOIN_WITH_COLUMN_LIST)
+        for title in ("4-way outer join (full & full)", "with cross join")
+    }
+)
 
 
 def statement_rule(file: str, line: int, text: str) -> Rule | Override:

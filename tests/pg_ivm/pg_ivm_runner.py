@@ -70,6 +70,7 @@ class SectionOutcome:
     incremental_views: list[str] = field(default_factory=list)
     full_views: list[str] = field(default_factory=list)  # "name: why" (AUTO, not INCREMENTAL)
     refusals: list[str] = field(default_factory=list)  # pg_ivm refuses: what sparkmv did
+    refusal_answers: Counter[str] = field(default_factory=Counter)  # sparkmv's, by kind
 
 
 @dataclass
@@ -102,6 +103,8 @@ class Database:
         self.matviews: dict[str, MaterializedView] = {}
         self.savepoints: list[Savepoint] = []
         self.outcome: SectionOutcome | None = None
+        self.last_error = ""  # why sparkmv refused the last view
+        self.not_incremental = ""  # why sparkmv refused INCREMENTAL for the last AUTO view
 
     # -- running statements --------------------------------------------------------------
 
@@ -129,6 +132,7 @@ class Database:
         return outcome
 
     def statement(self, statement: Statement, mapped: Rule | Override) -> None:
+        """Do what ``mapped`` says ``statement`` becomes."""
         kind = mapped.kind
         if kind in TRANSACTION_KINDS:
             self.transaction(kind, statement)
@@ -152,7 +156,9 @@ class Database:
             self.plain_matview(statement)
         elif kind is Kind.CREATE_TABLE:
             self.sql_statement(statement, create_table_sql(statement.text))
-        elif kind in (Kind.SQL, Kind.WRITE):
+        elif kind is Kind.WRITE:
+            self.sql_statement(statement, self.with_insert_columns(translate(statement.text)))
+        elif kind is Kind.SQL:
             self.sql_statement(statement, translate(statement.text))
         else:
             raise StepError(f"{kind} cannot run")
@@ -186,13 +192,30 @@ class Database:
             compare_rows(expected, [tuple(row) for row in rows])
             self.count("results matched")
 
+    def with_insert_columns(self, sql: str) -> str:
+        """``INSERT INTO t VALUES`` with fewer values than ``t`` has columns: PostgreSQL fills
+        the last ones with NULL, Spark does so only for a column list that leaves them out."""
+        tree = sqlglot.parse_one(sql, read="spark")
+        values = tree.expression if isinstance(tree, exp.Insert) else None
+        if not isinstance(tree.this, exp.Table) or not isinstance(values, exp.Values):
+            return sql
+        arity = len(values.expressions[0].expressions)
+        columns = self.spark.table(tree.this.name).columns
+        if arity >= len(columns):
+            return sql
+        return sql.replace(
+            f"INSERT INTO {tree.this.name} ",
+            f"INSERT INTO {tree.this.name} ({', '.join(columns[:arity])}) ",
+            1,
+        )
+
     def create_immv(self, statement: Statement) -> None:
         name, columns, query = parse_create_immv(statement.text)
         expected = statement.expected
         if not re.match(r"\s*(SELECT|WITH)\b", query, re.IGNORECASE):
             if expected.error is None:
                 raise StepError("create_immv of a non-SELECT succeeded in PostgreSQL")
-            self.outcome_refusal(statement, "not a query: nothing to create")
+            self.outcome_refusal(statement, "has nothing to create (not a query)")
             return
         try:
             spark_query = translate(query, pg_column_names=True)
@@ -204,6 +227,11 @@ class Database:
             return
         if view is None:
             raise StepError(f"sparkmv refused {spark_query!r}: {self.last_error}")
+        assert self.outcome is not None
+        if view.incremental:
+            self.outcome.incremental_views.append(name)
+        else:
+            self.outcome.full_views.append(f"{name}: {self.not_incremental}")
         rows = self.check_view(view, statement)
         if expected.is_table and int(expected.rows[0][0]) != rows:
             raise StepError(f"{name} has {rows} rows; create_immv said {expected.rows[0][0]}")
@@ -230,11 +258,6 @@ class Database:
             view = MaterializedView(name, True, policy == "INCREMENTAL", query)
             self.matviews[name] = view
             self.created(name)
-            assert self.outcome is not None
-            if view.incremental:
-                self.outcome.incremental_views.append(name)
-            else:
-                self.outcome.full_views.append(f"{name}: {self.not_incremental}")
             return view
         return None
 
@@ -244,17 +267,22 @@ class Database:
         if view is None:
             if "TABLE_OR_VIEW_NOT_FOUND" in self.last_error:  # the run's fault, not sparkmv's
                 raise StepError(f"the query reads a missing table: {self.last_error}")
-            self.outcome_refusal(statement, f"sparkmv refuses too: {self.last_error}")
+            self.outcome_refusal(statement, "refuses too", self.last_error)
             return
         self.check_view(view, statement)
-        mode = "INCREMENTAL" if view.incremental else "AUTO (not incremental)"
-        self.outcome_refusal(statement, f"sparkmv maintains it {mode}")
+        if view.incremental:
+            self.outcome_refusal(statement, "maintains it INCREMENTAL")
+        else:
+            self.outcome_refusal(statement, "maintains it AUTO", self.not_incremental)
         self.drop_matview(name)
 
-    def outcome_refusal(self, statement: Statement, sparkmv: str) -> None:
+    def outcome_refusal(self, statement: Statement, answer: str, detail: str = "") -> None:
+        """pg_ivm refused ``statement``'s view; sparkmv's ``answer`` (and why)."""
         assert self.outcome is not None
         pg = statement.expected.error or ""
-        self.outcome.refusals.append(f"{statement.where}: pg_ivm: {pg} — {sparkmv}")
+        said = f"{answer}: {detail}" if detail else answer
+        self.outcome.refusals.append(f"{statement.where}: pg_ivm: {pg} — sparkmv {said}")
+        self.outcome.refusal_answers[answer] += 1
         self.count("refusals compared")
 
     def refresh_immv(self, statement: Statement) -> None:
@@ -277,7 +305,7 @@ class Database:
             view.on_commit = True
         rows = self.check_view(view, statement)
         if int(statement.expected.rows[0][0]) != rows:
-            raise StepError(f"{name} has {rows} rows; refresh_immv said so many")
+            raise StepError(f"{name} has {rows} rows; refresh_immv said {statement.expected.rows}")
 
     def is_match(self, statement: Statement) -> None:
         """pg_ivm's is_match(): 'OK' when mv and v hold the same rows (as multisets)."""
@@ -455,7 +483,13 @@ class Database:
         self.drop_unused_snapshots(savepoint)
 
     def drop_unused_snapshots(self, savepoint: Savepoint) -> None:
-        used = {name for other in self.savepoints for name in other.snapshots.values()}
+        """Drop ``savepoint``'s snapshot tables that no other open savepoint shares."""
+        used = {
+            name
+            for other in self.savepoints
+            if other is not savepoint
+            for name in other.snapshots.values()
+        }
         for snapshot in set(savepoint.snapshots.values()) - used:
             self.spark.sql(f"DROP TABLE {snapshot}")
         savepoint.snapshots.clear()
@@ -473,9 +507,6 @@ class Database:
         for savepoint in self.savepoints:
             if name in savepoint.created:
                 savepoint.created.remove(name)
-
-    last_error = ""
-    not_incremental = ""
 
 
 TRANSACTION_KINDS = frozenset(
@@ -690,14 +721,17 @@ def run_counts(outcomes: list[SectionOutcome]) -> dict[str, Any]:
     """What a full run found: sections passed, failed and expected to fail; checks made."""
     statuses = Counter(outcome.status for outcome in outcomes)
     checks: Counter[str] = Counter()
+    answers: Counter[str] = Counter()
     for outcome in outcomes:
         checks.update(outcome.checks)
+        answers.update(outcome.refusal_answers)
     return {
         "passed": statuses["passed"],
         "failed": statuses["failed"],
         "xfail": statuses["xfail"],
         "views INCREMENTAL": sum(len(outcome.incremental_views) for outcome in outcomes),
         "views AUTO (not incremental)": sum(len(outcome.full_views) for outcome in outcomes),
+        "views pg_ivm refuses: sparkmv": dict(sorted(answers.items())),
         "checks": dict(sorted(checks.items())),
     }
 
@@ -732,9 +766,15 @@ def write_report(
         f"{sum(counts['mapping']['unmapped'].values())}",
         f"- statements: {counts['mapping']['statements']}, of which "
         f"{counts['mapping']['statements in mapped sections']} in mapped sections",
-        f"- IMMVs created as ON COMMIT views: {counts['full run']['views INCREMENTAL']} "
-        f"INCREMENTAL, {counts['full run']['views AUTO (not incremental)']} AUTO (sparkmv "
-        "refused INCREMENTAL; all but those are pg_ivm refusals)",
+        f"- IMMVs pg_ivm maintains, created as ON COMMIT views: "
+        f"{counts['full run']['views INCREMENTAL']} INCREMENTAL, "
+        f"{counts['full run']['views AUTO (not incremental)']} AUTO (sparkmv refuses "
+        "INCREMENTAL for them)",
+        "- views pg_ivm refuses, and what sparkmv does with them: "
+        + ", ".join(
+            f"{answer} {number}"
+            for answer, number in counts["full run"]["views pg_ivm refuses: sparkmv"].items()
+        ),
         "",
         "### Unmapped sections by reason",
         "",
