@@ -8,7 +8,7 @@ SERVER_INSTALLED := $(VENV)/.installed-server
 JAR := python/sparkmv/jars/sparkmv-shim.jar
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger golden lint jar bench bench-capture bench-on-commit bench-refresh bench-irrelevance bench-tpch bench-crossover clean
+.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-refresh bench-irrelevance bench-tpch bench-crossover clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -53,6 +53,12 @@ differential-part: $(INSTALLED) $(JAR)
 
 differential-ledger: $(INSTALLED)
 	$(PY) tests/test_differential_fleet.py
+
+# pg_ivm's regression suite (../shared/corpora/pg_ivm: sql/*.sql, expected/*.out) with ON
+# COMMIT views: every mapped section (about 20 minutes on 2 cores; `make test` runs a seeded
+# sample); rewrites tests/pg_ivm/REPORT.md (review the diff), fails if a mapped section fails.
+pg-ivm: $(INSTALLED) $(JAR)
+	SPARKMV_PG_IVM_FULL=1 $(PY) -m pytest -x -q tests/pg_ivm/test_pg_ivm.py -k sections_pass
 
 # Regenerate sql-tests/results/*.sql.out (review the diff before committing).
 golden: $(INSTALLED) $(JAR)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FULL_RUN
+from corpora import require_corpus
 from pyspark.sql import SparkSession
 from runner import (
     CORPUS_ENV,
@@ -50,25 +51,13 @@ from runner import (
 SAMPLE = {"select1": 5, "select2": 4, "select3": 5, "select4": 3, "select5": 1}
 MAX_TABLES = {"select4": 2, "select5": 4}
 SEED = random.randrange(2**31) if FULL_RUN else 20240611
-REQUIRE_CORPORA_ENV = "SPARKMV_REQUIRE_CORPORA"
-"""Set to 1 (CI does, in .ci/run) to fail, not skip, the tests that need the corpus when it
-is missing: a skipped test in CI would pass a run that checked nothing."""
 
 
 @pytest.fixture
 def corpus() -> Path:
     """The sqllogictest corpus directory; without it the test is skipped (locally) or fails
     (with ``SPARKMV_REQUIRE_CORPORA=1``)."""
-    found = corpus_dir()
-    if not found.is_dir():
-        missing = (
-            f"no sqllogictest corpus at {found} (the shared corpora are expected in "
-            f"../shared/corpora beside the repository, or set {CORPUS_ENV})"
-        )
-        if os.environ.get(REQUIRE_CORPORA_ENV) == "1":
-            pytest.fail(f"{missing}; {REQUIRE_CORPORA_ENV}=1 requires it", pytrace=False)
-        pytest.skip(missing)
-    return found
+    return require_corpus(corpus_dir(), "sqllogictest", CORPUS_ENV)
 
 
 @pytest.mark.usefixtures("corpus")
