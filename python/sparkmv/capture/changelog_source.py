@@ -1,5 +1,4 @@
-"""``ChangelogSource``: a base table's changes as its catalog's changelog tells them (DESIGN §5,
-source 1).
+"""``ChangelogSource``: a base table's changes as its catalog's changelog tells them.
 
 A DSv2 catalog that implements ``TableCatalog.loadChangelog`` (Spark ≥ 4.2; Delta and Iceberg
 do in the field) answers ``SELECT ... FROM t CHANGES FROM VERSION a TO VERSION b`` (both bounds
