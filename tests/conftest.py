@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import itertools
 import os
+import subprocess
 import sys
 import threading
 from collections import Counter
@@ -28,6 +29,7 @@ from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.files import TableFiles
 from sparkmv.capture.tracking import Tracking
 from sparkmv.catalog.views import ViewCatalog
+from sparkmv.faults import CRASH_AT_ENV
 from sparkmv.parse.statements import TableName
 from sparkmv.zset import WEIGHT
 
@@ -205,6 +207,25 @@ def python_env() -> dict[str, str]:
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     return env
+
+
+def run_crash_step(
+    arguments: list[str], crash_at: str | None, timeout: int = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run a child Python process (``python *arguments``) with the kill point ``crash_at``
+    armed (None: none, whatever this process's environment says); its output captured."""
+    env = python_env()
+    env.pop(CRASH_AT_ENV, None)
+    if crash_at:
+        env[CRASH_AT_ENV] = crash_at
+    return subprocess.run(
+        [sys.executable, *arguments],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
 
 
 @dataclass

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_view_matches_query, python_env, read_while
+from conftest import assert_view_matches_query, python_env, read_while, run_crash_step
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sparkmv.faults import CRASH_AT_ENV, CRASH_EXIT_CODE
@@ -86,18 +86,7 @@ spark.stop()
 def run_step(
     warehouse: Path, step: str, crash_at: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    env = python_env()
-    env.pop(CRASH_AT_ENV, None)
-    if crash_at:
-        env[CRASH_AT_ENV] = crash_at
-    return subprocess.run(
-        [sys.executable, "-c", CRASH_SCRIPT, str(warehouse), step],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
-    )
+    return run_crash_step(["-c", CRASH_SCRIPT, str(warehouse), step], crash_at, timeout=300)
 
 
 def test_crash_during_refresh_recovers(tmp_path: Path) -> None:

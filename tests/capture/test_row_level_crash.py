@@ -11,12 +11,11 @@ next point. ``make test`` runs one statement per point; ``make test-full`` every
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import FULL_RUN, python_env
-from sparkmv.faults import CRASH_AT_ENV, CRASH_EXIT_CODE
+from conftest import FULL_RUN, run_crash_step
+from sparkmv.faults import CRASH_EXIT_CODE
 
 STEPS = Path(__file__).with_name("row_level_crash_steps.py")
 POINTS = [
@@ -29,18 +28,7 @@ ROTATIONS = range(4) if FULL_RUN else range(1)
 
 
 def run_step(warehouse: Path, step: str, crash_at: str | None) -> subprocess.CompletedProcess[str]:
-    env = python_env()
-    env.pop(CRASH_AT_ENV, None)
-    if crash_at:
-        env[CRASH_AT_ENV] = crash_at
-    return subprocess.run(
-        [sys.executable, str(STEPS), str(warehouse), step],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
+    return run_crash_step([str(STEPS), str(warehouse), step], crash_at)
 
 
 @pytest.mark.parametrize("rotation", ROTATIONS)

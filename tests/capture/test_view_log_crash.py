@@ -13,29 +13,17 @@ missed nor applied twice. A chain of child processes on one warehouse
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
-from conftest import python_env
-from sparkmv.faults import CRASH_AT_ENV, CRASH_EXIT_CODE
+from conftest import run_crash_step
+from sparkmv.faults import CRASH_EXIT_CODE
 
 STEPS = Path(__file__).with_name("view_log_crash_steps.py")
 POINTS = ["view_log.after_prepare", "refresh.after_commit"]
 
 
 def run_step(warehouse: Path, step: str, crash_at: str | None) -> subprocess.CompletedProcess[str]:
-    env = python_env()
-    env.pop(CRASH_AT_ENV, None)
-    if crash_at:
-        env[CRASH_AT_ENV] = crash_at
-    return subprocess.run(
-        [sys.executable, str(STEPS), str(warehouse), step],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
+    return run_crash_step([str(STEPS), str(warehouse), step], crash_at)
 
 
 def test_a_view_log_commit_recovers_from_a_crash_before_and_after_the_view_commit(

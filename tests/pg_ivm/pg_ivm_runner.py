@@ -331,18 +331,10 @@ class Database:
         if statement.expected.error is not None:
             self.sql_statement(statement, f"DROP TABLE {name}")  # must fail too
             return
-        if name in self.matviews:
-            self.drop_matview(name)
-        elif name in self.views:
-            self.spark.sql(f"DROP VIEW {name}")
-            self.views.discard(name)
-        else:
-            if cascade:
-                for dependent in self.dependents(name):
-                    self.drop_object(dependent)
-            self.spark.sql(f"DROP TABLE {name}")
-            self.tables.discard(name)
-        self.forget(name)
+        if cascade and name not in self.matviews and name not in self.views:
+            for dependent in self.dependents(name):
+                self.drop_object(dependent)
+        self.drop_object(name)
 
     def dependents(self, table: str) -> list[str]:
         """The views and materialized views whose query reads ``table`` (by name)."""
