@@ -209,6 +209,9 @@ EXAMPLE_VIEWS = (
     # comparison in the select list (FALSE without a match, as Spark reads it there)
     "SELECT o.a AS x, o.b IN (SELECT i.b FROM s AS i WHERE i.b < o.a) AS y FROM r AS o"
     " WHERE o.a = 0 OR NOT EXISTS (SELECT 1 FROM s AS i WHERE i.b = o.b)",
+    # a parenthesized inner join as an outer join's right side (its tables keep their names)
+    "SELECT o.a AS x, p.c AS y, q.d AS z FROM r AS o LEFT JOIN (s AS p JOIN t AS q"
+    " ON p.c = q.c) ON o.b = p.b",
     # LEFT SEMI then LEFT ANTI JOIN
     "SELECT o.a AS x, o.b AS y FROM r AS o LEFT SEMI JOIN s AS p ON o.b = p.b"
     " LEFT ANTI JOIN t AS q ON o.a < q.d",

@@ -66,6 +66,11 @@ def shape(node: Node) -> str:
             "Project(Join(Distinct(Project(Scan(db.r))), Scan(db.s)))",
         ),
         ("SELECT q.a FROM (SELECT a FROM r) q ORDER BY q.a", "Project(Project(Scan(db.r)))"),
+        ("SELECT r.a, s.c FROM (r JOIN s ON r.b = s.b)", "Project(Join(Scan(db.r), Scan(db.s)))"),
+        (
+            "SELECT x.a, s.c FROM r AS x JOIN (r JOIN s ON r.b = s.b) ON x.a = r.a",
+            "Project(Join(Scan(db.r), Join(Scan(db.r), Scan(db.s))))",
+        ),
     ],
 )
 def test_queries_become_operators(query: str, expected: str) -> None:

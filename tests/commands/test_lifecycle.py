@@ -90,6 +90,25 @@ def test_column_list_comments_properties_and_policy(spark: SparkSession, db: str
     assert_view_matches_query(spark, "v")
 
 
+def test_column_list_names_repeated_query_columns(spark: SparkSession, db: str) -> None:
+    """A column list renames by position, so the query's own names may repeat (``a.i, b.i``)
+    under every policy: the stored rows are written by position too."""
+    spark.sql("CREATE TABLE a (i INT) USING parquet")
+    spark.sql("CREATE TABLE b (i INT) USING parquet")
+    spark.sql("INSERT INTO a VALUES (1), (2)")
+    spark.sql("INSERT INTO b VALUES (1), (3)")
+    for policy in ("FULL", "AUTO", "INCREMENTAL"):
+        spark.sql(
+            f"CREATE MATERIALIZED VIEW v_{policy} (x, y) REFRESH {policy} "
+            "AS SELECT a.i, b.i FROM a JOIN b ON a.i = b.i"
+        )
+    spark.sql("INSERT INTO a VALUES (3)")
+    for policy in ("FULL", "AUTO", "INCREMENTAL"):
+        spark.sql(f"REFRESH MATERIALIZED VIEW v_{policy}")
+        assert multiset(spark.table(f"v_{policy}")) == {(1, 1): 1, (3, 3): 1}
+        assert_view_matches_query(spark, f"v_{policy}")
+
+
 def test_if_not_exists_and_or_replace(spark: SparkSession, db: str) -> None:
     make_sales(spark)
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT id FROM sales")

@@ -274,22 +274,6 @@ SECTION_RULES: dict[str, SectionRule] = {
 }
 
 
-PARENTHESIZED_JOIN_WITH_COLUMN_LIST = (
-    "sparkmv bug: a view with a column list over a query with duplicate column names "
-    "(r.i, s.i) fails under REFRESH FULL/AUTO with AMBIGUOUS_REFERENCE (INCREMENTAL and plain "
-    "Spark views accept it), and a parenthesized join in FROM is not incremental ('uses TABLE "
-    "as a query'), so this view cannot be created at all. Repro: CREATE TABLE a (i INT) USING "
-    "parquet; CREATE TABLE b (i INT) USING parquet; CREATE MATERIALIZED VIEW m (x, y) REFRESH "
-    "FULL AS SELECT a.i, b.i FROM a JOIN b ON a.i = b.i"
-)
-SECTION_RULES.update(
-    {
-        f"outer_join: {title}": SectionRule(xfail=PARENTHESIZED_JOIN_WITH_COLUMN_LIST)
-        for title in ("4-way outer join (full & full)", "with cross join")
-    }
-)
-
-
 def statement_rule(file: str, line: int, text: str) -> Rule | Override:
     """The override for the statement at ``file``:``line``, else the first matching rule."""
     if (file, line) in OVERRIDES:

@@ -315,9 +315,19 @@ class RelationalBuilder:
         source = select.args.get("from_") or select.args.get("from")
         if not isinstance(source, exp.From):
             raise NotMaintainableError("a query without FROM")
-        inputs = [self._from_item(source.this, ctes, scope)]
+        return self._joined(source.this, select.args.get("joins") or [], ctes, scope)
+
+    def _joined(
+        self,
+        first: exp.Expr,
+        joins: list[exp.Join],
+        ctes: dict[str, exp.Expr],
+        scope: dict[str, _Relation],
+    ) -> Node:
+        """``first`` joined with ``joins`` in order, as ``_from`` describes."""
+        inputs = [self._from_item(first, ctes, scope)]
         conditions: list[exp.Expr] = []
-        for join in select.args.get("joins") or []:
+        for join in joins:
             if join.args.get("using"):
                 raise NotMaintainableError("JOIN ... USING")
             kind = _join_kind(join)
@@ -844,6 +854,14 @@ class RelationalBuilder:
                 scan, {c.lower(): o for c, o in zip(columns, scan.outputs, strict=True)}
             )
             return scan
+        if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Table):
+            if item.alias:
+                raise NotMaintainableError("an aliased parenthesized join in FROM")
+            # ``(a JOIN b ON …)``: a join nested in FROM, whose tables keep their own names.
+            nested = item.this.copy()
+            joins = nested.args.get("joins") or []
+            nested.set("joins", None)
+            return self._joined(nested, joins, ctes, scope)
         if isinstance(item, exp.Subquery):
             node, names = self._query(item, ctes)
             columns = item.args["alias"].columns if item.args.get("alias") else []

@@ -119,7 +119,9 @@ def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) ->
     if layout.grouped:  # already in storage columns; the groups are bucketed by their keys
         names = data.columns
         visible = len(data.columns)
-    stored = data.select(*(data[i].alias(n, metadata={}) for i, n in enumerate(names)))
+    # Renamed by position first: the query's own names may repeat (``SELECT a.i, b.i``).
+    positional = data.toDF(*names)
+    stored = positional.select(*(positional[n].alias(n, metadata={}) for n in names))
     visible_rows = f"sum(CAST({quote_identifier(VISIBLE_COLUMN)} AS BIGINT))"
     shown = visible_rows if layout.grouped else "count(1)"
     frame, rows = observe(stored, "sparkmv_snapshot", {"rows": f"coalesce({shown}, 0)"})
