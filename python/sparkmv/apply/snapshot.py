@@ -165,17 +165,24 @@ def view_text(view: MvMetadata, buckets: Iterable[int] | None = None) -> str:
         f"s.{quote_identifier(stored)} AS {quote_identifier(column)}"
         for stored, column in zip(storage_columns(len(columns)), columns, strict=True)
     )
-    source = f"parquet.{quote_identifier(view.snapshot)} s"
-    if view.masked_rows:
-        mask = f"parquet.{quote_identifier(mask_path(view.snapshot))} m"
-        on = " AND ".join(f"{stored} = m.{masked}" for stored, masked in _MASK_MATCH.items())
-        source += f" LEFT ANTI JOIN {mask} ON {on}"
+    source = live_rows_source(view)
     conditions = [f"s.{VISIBLE_COLUMN}"] if view.layout.grouped else []
     if buckets is not None and view.layout.buckets:
         listed = ", ".join(str(bucket) for bucket in sorted(buckets)) or "NULL"
         conditions.append(f"s.{BUCKET_COLUMN} IN ({listed})")
     where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
     return f"SELECT {select} FROM {source}{where}"
+
+
+def live_rows_source(view: MvMetadata) -> str:
+    """A FROM item (Spark SQL) of the stored rows of ``view``'s snapshot that its mask does
+    not hide, every stored column (and the bucket column of a bucketed one) as ``s``."""
+    source = f"parquet.{quote_identifier(view.snapshot)} s"
+    if view.masked_rows:
+        mask = f"parquet.{quote_identifier(mask_path(view.snapshot))} m"
+        on = " AND ".join(f"{stored} = m.{masked}" for stored, masked in _MASK_MATCH.items())
+        source += f" LEFT ANTI JOIN {mask} ON {on}"
+    return source
 
 
 def mask_path(snapshot: str) -> str:

@@ -26,9 +26,17 @@ from sparkmv.parse.statements import (
     CreateStatement,
     RefreshClause,
     RefreshTrigger,
+    quote_identifier,
 )
-from sparkmv.plan.aggregate_view import aggregate_view
-from sparkmv.plan.definition_change import OLD_ROWS, Derivation, JoinedTable, derivation
+from sparkmv.plan.aggregate_view import AggregateView, aggregate_view
+from sparkmv.plan.definition_change import (
+    OLD_ROWS,
+    Derivation,
+    JoinedTable,
+    derivation,
+    rollup,
+    same_input,
+)
 from sparkmv.plan.refresh_plan import check_policy, view_query
 from sparkmv.plan.view_delta import base_table_columns, stored_rows
 from sparkmv.stored_columns import storage_columns
@@ -98,12 +106,13 @@ def derived_rows(
     bases: list[BaseTable],
     layout: StorageLayout,
 ) -> DerivedRows | None:
-    """The new definition's stored rows from the old contents (``definition_change``), or
-    None: the new view is an aggregate or DISTINCT one, or not maintained (its storage is
-    not a bag of its rows), the old one had not consumed every change of its base tables
-    (its rows are not the old query's now), or the definitions differ otherwise."""
+    """The new definition's stored rows from the old contents (``definition_change``): an
+    aggregate view's groups rolled up from the old groups' state, another view's rows from
+    the old rows. None: the new view is a DISTINCT one, or not maintained (its storage is
+    not a bag of its rows or groups), the old one had not consumed every change of its base
+    tables (its rows are not the old query's now), or the definitions differ otherwise."""
     maintained = plan.maintainability
-    if not layout.buckets or maintained.counted or aggregate_view(maintained.root) is not None:
+    if not layout.buckets or maintained.counted:
         return None
     current = positions(bases)
     consumed = {name: position for name, position in current.items() if name in view.base_tables}
@@ -114,7 +123,16 @@ def derived_rows(
         return None
     _, columns = base_table_columns(context.spark, plan.query.base_tables)
     old_tree = qualified(old_query.tree, view.query_database, columns)
-    found = derivation(old_tree, qualified(plan.query.tree, plan.database, columns))
+    new_tree = qualified(plan.query.tree, plan.database, columns)
+    grouped = aggregate_view(maintained.root)
+    if grouped is not None:
+        if not same_input(old_tree, new_tree):
+            return None
+        old = analyze_maintainability(
+            old_query, view.query_database, None, columns, check_plan=False
+        )
+        return _rolled_up(context, view, old, grouped, bases)
+    found = derivation(old_tree, new_tree)
     if found is None:
         return None
     added: Maintainability | None = None
@@ -134,6 +152,37 @@ def derived_rows(
     rows = _as_stored(old_rows, found, plan)
     if added is not None:
         rows = rows.unionByName(_added_rows(context, added, bases))
+    return DerivedRows(rows, found.change)
+
+
+def _rolled_up(
+    context: CommandContext,
+    view: MvMetadata,
+    old: Maintainability,
+    new: AggregateView,
+    bases: list[BaseTable],
+) -> DerivedRows | None:
+    """The new aggregate view's stored groups rolled up from the old view's stored group
+    state (``definition_change.rollup``), or None when they do not follow from it (or the
+    old view keeps no group state, or keeps value counters)."""
+    previous = aggregate_view(old.root) if old.incremental else None
+    if previous is None or not view.layout.grouped or view.layout.value_counters:
+        return None
+    found = rollup(previous.aggregate, new.aggregate)
+    if found is None:
+        return None
+    spark = context.spark
+    groups = f"(SELECT * FROM {snapshot.live_rows_source(view)}) AS {quote_identifier('s')}"
+    sums = {
+        field.name: field.dataType.simpleString()
+        for field in spark.sql(f"SELECT * FROM {groups}").schema.fields
+        if field.name.startswith("mv_s")
+    }
+    state = found.state_sql(new.aggregate, groups, sums)
+    states = {base.name: BaseState(base.rows(spark)) for base in bases}
+    with delta_engine(spark, states) as engine:  # the calls' types: an analysis, no job
+        types = new.types(engine)
+    rows = spark.sql(new.with_visible_sql(f"({state}) AS {quote_identifier('r')}", types))
     return DerivedRows(rows, found.change)
 
 

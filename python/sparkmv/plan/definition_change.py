@@ -21,8 +21,19 @@ For select-project-join views ``V = π_L σ_P(F)`` (one ``FROM`` clause ``F``, t
 
 Both hold as bags: ``σ`` and ``π`` (bag projection) distribute over the rows of ``V``, and
 ``σ_P' = σ_P ⊎ σ_{P' ∧ ¬P}`` splits ``σ_P'(F)`` without overlap (a row whose ``D`` is NULL
-was excluded by ``P`` and is added). Anything else (another change of the joins, a changed
-``GROUP BY``, ``DISTINCT``, aggregates) is recomputed. The derivation is exact only when
+was excluded by ``P`` and is added).
+
+For aggregate views ``V = π_L σ_H γ_{K; f…}(σ_P(F))`` and ``V' = π_L' σ_H' γ_{K'; f'…}(σ_P(F))``
+over the same ``F`` and ``P`` (``rollup``), with ``K' ⊆ K`` and every call of ``f'`` one whose
+state some call of ``f`` keeps, the new groups follow from the old groups' stored state, which
+holds every group of ``γ`` (those ``H`` hides too): a group of ``K'`` is the union of the old
+groups it covers, and the state is distributive, ``state(⋃ G_j) = Σ_j state(G_j)`` for the
+counters and sums and ``min_j``/``max_j`` for the extremes (a roll-up deletes nothing, so the
+extremes stay exact). This covers a GROUP BY key dropped, aggregates dropped or recombined,
+and ``HAVING`` changed. ``DISTINCT`` aggregates (their value counters) are not rolled up.
+
+Anything else (another change of the joins, ``DISTINCT``, another change of the aggregates)
+is recomputed. The derivation is exact only when
 ``V`` is current: the caller checks that the view consumed every change of its base tables,
 and reads a joined ``S`` (and ``F`` for added rows) at the versions its tracking logged.
 
@@ -35,6 +46,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sqlglot import exp
+
+from sparkmv.analyze.ir import Aggregate, Scan, walk
+from sparkmv.delta import aggregate as agg
+from sparkmv.parse.statements import quote_identifier as q
+from sparkmv.stored_columns import COUNT_COLUMN
 
 OLD_ROWS = "__sparkmv_old"
 """The alias of the old view's rows in ``Derivation.select_list`` and ``Derivation.filter``."""
@@ -248,3 +264,136 @@ def _with_excluded_rows(new: exp.Select, removed: list[exp.Expr]) -> Derivation:
     )
     change = f"{len(removed)} conjunct(s) removed from WHERE: the rows they excluded added"
     return Derivation(change, items, None, query.sql(dialect="spark"))
+
+
+def same_input(old: exp.Expr, new: exp.Expr) -> bool:
+    """Whether two qualified aggregate queries group the same rows: one ``SELECT`` each, with
+    the same FROM clause and the same WHERE conjuncts, and no DISTINCT, window, row limit or
+    subquery outside FROM."""
+    if not (isinstance(old, exp.Select) and isinstance(new, exp.Select)):
+        return False
+    for tree in (old, new):
+        if any(tree.args.get(c) for c in ("distinct", "qualify", "limit", "offset")):
+            return False
+        if any(item.find(exp.Window, exp.Subquery, exp.Select) for item in tree.expressions):
+            return False
+    return _source_sql(old) == _source_sql(new) and _conjuncts(old).keys() == _conjuncts(new).keys()
+
+
+@dataclass(frozen=True)
+class Rollup:
+    """The new aggregate's group state from the old one's stored groups: its ``i``-th key
+    is the old ``keys[i]``-th; its ``i``-th call's state is the old ``calls[i]``-th call's
+    (-1: ``COUNT(*)``, whose state is the group's count). ``change`` says what changed."""
+
+    change: str
+    keys: tuple[int, ...]
+    calls: tuple[int, ...]
+
+    def state_sql(self, new: Aggregate, source: str, sum_types: dict[str, str]) -> str:
+        """The new groups' keys and state over the FROM item ``source`` (the old view's
+        stored groups, value counters excluded), a Spark SQL query. ``sum_types``: the type
+        of each old sum column, kept by the rolled-up sum."""
+        old_keys = [q(agg.key_column(j)) for j in self.keys]
+        items = [f"{k} AS {q(agg.key_column(i))}" for i, k in enumerate(old_keys)]
+        items.append(f"coalesce(sum({q(COUNT_COLUMN)}), 0) AS {q(COUNT_COLUMN)}")
+        for index, (call, old) in enumerate(zip(new.calls, self.calls, strict=True)):
+            if call.function in ("min", "max"):
+                extreme = q(agg.extreme_column(old))
+                items.append(f"{call.function}({extreme}) AS {q(agg.extreme_column(index))}")
+            elif call.argument is not None:
+                counted = q(agg.count_column(old))
+                items.append(f"coalesce(sum({counted}), 0) AS {q(agg.count_column(index))}")
+                if call.function in ("sum", "avg"):
+                    summed = agg.sum_column(old)
+                    items.append(
+                        f"CAST(sum({q(summed)}) AS {sum_types[summed]})"
+                        f" AS {q(agg.sum_column(index))}"
+                    )
+        grouped = f" GROUP BY {', '.join(old_keys)}" if old_keys else ""
+        return f"SELECT {', '.join(items)} FROM {source}{grouped}"
+
+
+def rollup(old: Aggregate, new: Aggregate) -> Rollup | None:
+    """How ``new``'s groups roll up ``old``'s (both over the same input, ``same_input``), or
+    None: a key of ``new`` is not one of ``old``'s, or a call's state is not kept by ``old``
+    (a DISTINCT count, sum or average is never rolled up)."""
+    names_old, names_new = _input_columns(old), _input_columns(new)
+    if names_old is None or names_new is None:
+        return None
+    old_keys = [_canonical(key, names_old) for key in old.keys]
+    keys = []
+    for key in new.keys:
+        text = _canonical(key, names_new)
+        if text is None or text not in old_keys:
+            return None
+        keys.append(old_keys.index(text))
+    states = _kept_states(old, names_old)
+    calls = []
+    for call in new.calls:
+        if call.argument is None:
+            calls.append(-1)
+            continue
+        if agg.counts_values(call):
+            return None
+        argument = _canonical(call.argument, names_new)
+        kind = call.function if call.function in ("min", "max") else "n"
+        if call.function in ("sum", "avg"):
+            kind = "s"
+        found = states.get((kind, argument or ""))
+        if argument is None or found is None:
+            return None
+        calls.append(found)
+    if len(set(keys)) < len(keys):
+        return None
+    dropped = len(old.keys) - len(keys)
+    change = (
+        f"{dropped} GROUP BY key(s) dropped: the stored groups rolled up"
+        if dropped
+        else "the aggregates recomputed from the stored group state"
+    )
+    return Rollup(change, tuple(keys), tuple(calls))
+
+
+def _kept_states(old: Aggregate, names: dict[str, str]) -> dict[tuple[str, str], int]:
+    """The old calls whose state a new call can take, by (kind, argument): ``n`` a count of
+    non-null values (COUNT, SUM, AVG), ``s`` a sum with its count (SUM, AVG), ``min``/``max``
+    an extreme."""
+    states: dict[tuple[str, str], int] = {}
+    for index, call in enumerate(old.calls):
+        argument = _canonical(call.argument, names) if call.argument is not None else None
+        if argument is None or agg.counts_values(call):
+            continue
+        if call.function in ("min", "max"):
+            states.setdefault((call.function, argument), index)
+            continue
+        states.setdefault(("n", argument), index)
+        if call.function in ("sum", "avg"):
+            states.setdefault(("s", argument), index)
+    return states
+
+
+def _input_columns(node: Aggregate) -> dict[str, str] | None:
+    """The internal names of the aggregate's input columns as ``alias.column`` of the table
+    occurrence each comes from (the same in two trees built from the same FROM clause);
+    None when two occurrences would read alike."""
+    names: dict[str, str] = {}
+    for scan in walk(node.child):
+        if isinstance(scan, Scan):
+            for output, column in zip(scan.outputs, scan.columns, strict=True):
+                names[output] = f"{scan.alias}.{column}".lower()
+    return names if len(set(names.values())) == len(names) else None
+
+
+def _canonical(expression: exp.Expr, names: dict[str, str]) -> str | None:
+    """``expression`` with its internal column names replaced by ``names``; None when it
+    reads a column no table occurrence provides."""
+    if any(column.name not in names for column in expression.find_all(exp.Column)):
+        return None
+
+    def rename(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, exp.Column):
+            return exp.Var(this=names[node.name])
+        return node
+
+    return expression.copy().transform(rename).sql(dialect="spark")
