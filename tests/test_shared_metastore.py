@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -22,6 +23,7 @@ from conftest import python_env
 from postgres import postgres_server
 
 WORKER = Path(__file__).with_name("shared_metastore_worker.py")
+SPARKMV = str(Path(sys.executable).with_name("sparkmv"))
 CONCURRENT_COMMIT = "MATERIALIZED_VIEW_CONCURRENT_COMMIT"
 
 
@@ -67,21 +69,36 @@ class Worker:
         self.process.wait(timeout=120)
 
 
-@pytest.fixture(scope="module")
-def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Worker, Worker]]:
+@dataclass(frozen=True)
+class Shared:
     """Two worker processes on one new metastore database and one warehouse directory."""
+
+    a: Worker
+    b: Worker
+    url: str
+    warehouse: Path
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Shared]:
     directory = tmp_path_factory.mktemp("shared")
+    warehouse = directory / "wh"
     with postgres_server() as server:
         url = server.create_database("metastore")
         with open(directory / "a.log", "w") as log_a, open(directory / "b.log", "w") as log_b:
-            pair = (Worker(directory / "wh", url, log_a), Worker(directory / "wh", url, log_b))
+            pair = (Worker(warehouse, url, log_a), Worker(warehouse, url, log_b))
             try:
                 for worker in pair:  # both started together: the schema is created once
                     assert worker.answer() == {"ready": True}
-                yield pair
+                yield Shared(*pair, url, warehouse)
             finally:
                 for worker in pair:
                     worker.stop()
+
+
+@pytest.fixture
+def workers(shared: Shared) -> tuple[Worker, Worker]:
+    return shared.a, shared.b
 
 
 def rows(found: list[list[Any]]) -> Counter[tuple[Any, ...]]:
@@ -240,3 +257,21 @@ def test_a_commit_over_a_view_another_process_changed_fails_with_a_serialization
     assert a.call("meta", view="raced_mv")["rows_inserted"] == 2
     a.call("hold", view="raced_mv")  # read afresh, the same commit succeeds
     assert a.call("commit_held", view="raced_mv") == {"committed": True}
+
+
+def test_the_cli_reads_the_shared_catalog_with_metastore_url(shared: Shared) -> None:
+    """``sparkmv sql --metastore-url``: a third process sees, refreshes and drops a view."""
+    shared.a.sql("CREATE TABLE by_cli (k INT) USING parquet")
+    shared.a.sql("CREATE MATERIALIZED VIEW by_cli_mv AS SELECT k FROM by_cli")
+    shared.a.sql("INSERT INTO by_cli VALUES (41), (42)")
+    statements = "REFRESH MATERIALIZED VIEW by_cli_mv; SELECT SUM(k) FROM by_cli_mv"
+    url = f"{shared.url}?user=postgres"
+    done = subprocess.run(
+        [SPARKMV, "sql", "--warehouse", str(shared.warehouse), "--metastore-url", url,
+         "-e", statements],
+        capture_output=True, text=True, env=python_env(), timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "83" in done.stdout, done.stdout
+    assert rows(shared.b.sql("SELECT * FROM by_cli_mv")) == Counter({(41,): 1, (42,): 1})
+    assert shared.b.call("meta", view="by_cli_mv")["refreshes"] >= 1
