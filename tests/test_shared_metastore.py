@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from postgres import postgres_server
 WORKER = Path(__file__).with_name("shared_metastore_worker.py")
 SPARKMV = str(Path(sys.executable).with_name("sparkmv"))
 CONCURRENT_COMMIT = "MATERIALIZED_VIEW_CONCURRENT_COMMIT"
+TIMEOUT = 600  # seconds for one command (or script) of a worker
 
 
 class Worker:
@@ -46,10 +48,17 @@ class Worker:
         self.process.stdin.flush()
 
     def answer(self) -> Any:
+        """The next answer; a worker that gives none within ``TIMEOUT`` s is killed (a
+        deadlock fails the test instead of hanging it)."""
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            if line.startswith("@@ "):
-                return json.loads(line[3:])
+        watchdog = threading.Timer(TIMEOUT, self.process.kill)
+        watchdog.start()
+        try:
+            for line in self.process.stdout:
+                if line.startswith("@@ "):
+                    return json.loads(line[3:])
+        finally:
+            watchdog.cancel()
         raise RuntimeError(f"worker exited ({self.process.wait()}); see its log")
 
     def call(self, op: str, **arguments: Any) -> Any:
@@ -66,7 +75,11 @@ class Worker:
     def stop(self) -> None:
         assert self.process.stdin is not None
         self.process.stdin.close()
-        self.process.wait(timeout=120)
+        try:
+            self.process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 @dataclass(frozen=True)
