@@ -85,6 +85,14 @@ def _session_options(command: argparse.ArgumentParser) -> None:
         "--warehouse", default=None, help="warehouse and catalog directory (./spark-warehouse)"
     )
     command.add_argument(
+        "--metastore-url",
+        default=None,
+        metavar="JDBC_URL",
+        help="keep the catalog in a Hive metastore on PostgreSQL, which several processes can "
+        "share (jdbc:postgresql://host:port/db?user=...&password=...; default: embedded "
+        "Derby under the warehouse, one process)",
+    )
+    command.add_argument(
         "--conf",
         action="append",
         default=[],
@@ -117,7 +125,11 @@ def _run_server(args: argparse.Namespace) -> int:
 
     logging.getLogger("py4j").setLevel(logging.ERROR)
     try:
-        spark = sparkmv.session(args.warehouse, **{**SERVER_APPLICATION_CONF, **dict(args.conf)})
+        spark = sparkmv.session(
+            args.warehouse,
+            metastore_url=args.metastore_url,
+            **{**SERVER_APPLICATION_CONF, **dict(args.conf)},
+        )
     except KeyboardInterrupt:  # Ctrl-C while Spark starts: nothing to stop yet
         return 130
     try:
@@ -136,7 +148,7 @@ def _run_sql(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
     if sys.stderr.isatty():  # someone watches: long statements show Spark's progress bar
         conf.setdefault(CONSOLE_PROGRESS_CONF, "true")
     logging.getLogger("py4j").setLevel(logging.ERROR)
-    shell = Shell.start(args.warehouse, conf, stdout)
+    shell = Shell.start(args.warehouse, conf, stdout, args.metastore_url)
     try:
         if args.statements is not None:
             return shell.run_all(split_statements(args.statements))

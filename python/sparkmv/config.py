@@ -37,6 +37,38 @@ DEFAULT_WAREHOUSE_DIR = "spark-warehouse"
 """Relative to the working directory, like Spark's own default."""
 
 METASTORE_DIR_NAME = "metastore_db"
+"""The embedded Derby metastore's directory under the warehouse (the default catalog)."""
+
+METASTORE_URL_CONF = "spark.hadoop.javax.jdo.option.ConnectionURL"
+"""The metastore database's JDBC URL (without the spark.hadoop. prefix Spark ignores it):
+embedded Derby under the warehouse by default, a ``jdbc:postgresql:`` URL for a metastore that
+several processes share (``sparkmv.session(metastore_url=...)``, ``docs/metastore.md``)."""
+METASTORE_USER_CONF = "spark.hadoop.javax.jdo.option.ConnectionUserName"
+METASTORE_PASSWORD_CONF = "spark.hadoop.javax.jdo.option.ConnectionPassword"
+METASTORE_DRIVER_CONF = "spark.hadoop.javax.jdo.option.ConnectionDriverName"
+POSTGRES_URL_PREFIX = "jdbc:postgresql:"
+POSTGRES_DRIVER_CLASS = "org.postgresql.Driver"
+POSTGRES_JDBC_JAR = "/usr/share/java/postgresql.jar"
+"""Where Debian's ``libpostgresql-jdbc-java`` puts the driver; ``$SPARKMV_POSTGRES_JDBC_JAR``
+overrides it."""
+POSTGRES_JDBC_JAR_ENV = "SPARKMV_POSTGRES_JDBC_JAR"
+HIVE_SCHEMA_VERSION = "2.3.0"
+"""The metastore schema version of Spark's built-in Hive client (hive-metastore 2.3.x)."""
+SHARED_METASTORE_CONF: dict[str, str] = {
+    METASTORE_DRIVER_CONF: POSTGRES_DRIVER_CLASS,
+    # The schema is created up front (``catalog/metastore.py: ensure_schema``), with its
+    # VERSION row: DataNucleus must create nothing lazily (on PostgreSQL a table created inside
+    # another connection's open transaction waits for it forever), and Hive must not write the
+    # VERSION row itself (two processes starting together would write two, and every later
+    # start fails on "multiple versions"); without verification Hive writes it only if missing.
+    "spark.hadoop.datanucleus.schema.autoCreateAll": "false",
+    "spark.hadoop.hive.metastore.schema.verification": "false",
+    # Another process writes tables too: each statement looks its tables up afresh instead of
+    # reading a cached file listing (as ``sparkmv server`` does for its clients' sessions).
+    "spark.sql.filesourceTableRelationCacheSize": "0",
+}
+"""Conf of ``sparkmv.session(metastore_url=...)`` with a PostgreSQL metastore; any key can be
+overridden by the caller."""
 STORAGE_DIR_NAME = "_sparkmv"
 """Directory under the warehouse that holds materialized view snapshots."""
 LOG_DIR_NAME = "_sparkmv_logs"

@@ -112,6 +112,13 @@ class ErrorClass(Enum):
         "{view} failed: {detail}. The view shows its contents as of its last refresh until "
         "REFRESH MATERIALIZED VIEW {view} succeeds.",
     )
+    MATERIALIZED_VIEW_CONCURRENT_COMMIT = ErrorSpec(
+        "40001",
+        "Another statement committed a change to the materialized view {name} after this "
+        "statement read it (its catalog entry moved from commit {expected} to {found}); "
+        "nothing of this statement was committed. Run it again: it will read the view as the "
+        "other statement left it.",
+    )
     ROW_LEVEL_WRITE_NOT_SUPPORTED = ErrorSpec(
         "0A000",
         "{statement} on {table} cannot run: {reason}.",

@@ -104,12 +104,18 @@ class Shell:
     out: TextIO
 
     @classmethod
-    def start(cls, warehouse: str | None, conf: dict[str, str], out: TextIO) -> Shell:
+    def start(
+        cls,
+        warehouse: str | None,
+        conf: dict[str, str],
+        out: TextIO,
+        metastore_url: str | None = None,
+    ) -> Shell:
         import sparkmv
 
         for logger in pyspark_error_loggers():  # the shell prints each error itself, once
             logger.disabled = True
-        return cls(sparkmv.session(warehouse, **conf), out)
+        return cls(sparkmv.session(warehouse, metastore_url=metastore_url, **conf), out)
 
     def stop(self) -> None:
         self.spark.stop()

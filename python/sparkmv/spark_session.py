@@ -10,6 +10,7 @@ from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import SparkSession
 
 from sparkmv.bridge import Handler
+from sparkmv.catalog import metastore
 from sparkmv.catalog import properties as keys
 from sparkmv.config import (
     DEFAULT_SESSION_CONF,
@@ -19,6 +20,11 @@ from sparkmv.config import (
     HANDLER_REGISTRY_CLASS,
     LOCAL_FILE_SYSTEM_CLASS,
     METASTORE_DIR_NAME,
+    METASTORE_PASSWORD_CONF,
+    METASTORE_URL_CONF,
+    METASTORE_USER_CONF,
+    POSTGRES_URL_PREFIX,
+    SHARED_METASTORE_CONF,
 )
 from sparkmv.jar import jar_path
 from sparkmv.jvm import helper
@@ -28,17 +34,30 @@ LOG4J_CONFIG = Path(__file__).resolve().parent / "resources" / "log4j2.propertie
 _attached: dict[int, Handler] = {}  # keeps handlers alive for the JVM's callbacks
 
 
-def session(warehouse_dir: str | os.PathLike[str] | None = None, **spark_conf: str) -> SparkSession:
-    """A local SparkSession with sparkmv attached and a persistent embedded catalog.
+def session(
+    warehouse_dir: str | os.PathLike[str] | None = None,
+    *,
+    metastore_url: str | None = None,
+    metastore_user: str | None = None,
+    metastore_password: str | None = None,
+    **spark_conf: str,
+) -> SparkSession:
+    """A local SparkSession with sparkmv attached and a persistent catalog.
 
     The catalog (a Derby metastore) and all table data live under ``warehouse_dir``
     (default ``./spark-warehouse``), so materialized views survive a restart. Keyword
     arguments are Spark configuration and override the defaults, e.g.
     ``sparkmv.session(**{"spark.sql.shuffle.partitions": "8"})``.
+
+    ``metastore_url`` (``jdbc:postgresql://host:port/db``, with ``metastore_user`` and
+    ``metastore_password`` or those in the URL) keeps the catalog in a PostgreSQL database
+    instead, which several processes can share (with one warehouse directory they all reach):
+    its Hive metastore tables are created if the database has none (``docs/metastore.md``).
     """
     warehouse = Path(warehouse_dir or DEFAULT_WAREHOUSE_DIR).resolve()
     warehouse.mkdir(parents=True, exist_ok=True)
-    conf = {**DEFAULT_SESSION_CONF, **_required_conf(warehouse), **spark_conf}
+    shared = _shared_conf(metastore_url, metastore_user, metastore_password)
+    conf = {**DEFAULT_SESSION_CONF, **_required_conf(warehouse), **shared, **spark_conf}
     conf["spark.sql.extensions"] = _with_item(
         spark_conf.get("spark.sql.extensions"), EXTENSION_CLASS
     )
@@ -47,6 +66,10 @@ def session(warehouse_dir: str | os.PathLike[str] | None = None, **spark_conf: s
     conf[DRIVER_CLASS_PATH_CONF] = _with_item(
         spark_conf.get(DRIVER_CLASS_PATH_CONF), jar, os.pathsep
     )
+    if shared:  # the driver's class path: Hive's client shares org.postgresql classes
+        conf[DRIVER_CLASS_PATH_CONF] = _with_item(
+            conf[DRIVER_CLASS_PATH_CONF], metastore.jdbc_jar(), os.pathsep
+        )
     if "spark.driver.extraJavaOptions" in spark_conf:  # the caller's options win, ours stay
         conf["spark.driver.extraJavaOptions"] = (
             _required_conf(warehouse)["spark.driver.extraJavaOptions"]
@@ -57,10 +80,28 @@ def session(warehouse_dir: str | os.PathLike[str] | None = None, **spark_conf: s
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark: SparkSession = builder.enableHiveSupport().getOrCreate()
+    found = metastore.shared_metastore(spark)
+    if found is not None:  # before Hive's client first connects (it does so lazily)
+        metastore.ensure_schema(spark, found)
     if "spark.hadoop.fs.file.impl" not in spark_conf:
         _use_local_file_system(spark, LOCAL_FILE_SYSTEM_CLASS)
     attach(spark)
     return spark
+
+
+def _shared_conf(url: str | None, user: str | None, password: str | None) -> dict[str, str]:
+    """The conf of a shared (PostgreSQL) metastore at ``url``; none for the default."""
+    if url is None:
+        return {}
+    if not url.startswith(POSTGRES_URL_PREFIX):
+        expected = f"{POSTGRES_URL_PREFIX}//host:port/database"
+        raise ValueError(f"metastore_url takes a {expected} URL, got {url!r}")
+    conf = {**SHARED_METASTORE_CONF, METASTORE_URL_CONF: url}
+    if user is not None:
+        conf[METASTORE_USER_CONF] = user
+    if password is not None:
+        conf[METASTORE_PASSWORD_CONF] = password
+    return conf
 
 
 def _use_local_file_system(spark: SparkSession, class_name: str) -> None:
@@ -81,9 +122,7 @@ def _required_conf(warehouse: Path) -> dict[str, str]:
     return {
         "spark.sql.warehouse.dir": str(warehouse),
         # Without the spark.hadoop. prefix Spark ignores it and Derby lands in the cwd.
-        "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={metastore};create=true"
-        ),
+        METASTORE_URL_CONF: (f"jdbc:derby:;databaseName={metastore};create=true"),
         "spark.driver.extraJavaOptions": java_options,
     }
 
@@ -108,6 +147,7 @@ def attach(spark: SparkSession) -> SparkSession:
         )
     gateway: Any = spark.sparkContext._gateway
     ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
+    metastore.configure(spark)
     handler = Handler(spark)
     helper(spark, HANDLER_REGISTRY_CLASS).register(handler, keys.TRACKING_LOG, keys.FORMAT)
     _attached[id(spark)] = handler

@@ -40,6 +40,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from sparkmv import fs
+from sparkmv.capture import table_locks
 from sparkmv.capture.change_log import ChangeLog, FileRef
 from sparkmv.capture.files import (
     DEFAULT_PARTITION_NAME,
@@ -151,6 +152,14 @@ def run_row_level_write(
             table=table,
             reason=unsupported,
         )
+    with table_locks.holding([table]):
+        return _run_locked(tracking, kind, table, frame, assigned)
+
+
+def _run_locked(
+    tracking: Tracking, kind: str, table: TableName, frame: Any, assigned: tuple[str, ...]
+) -> RowLevelResult:
+    """``run_row_level_write`` under the table's lock (``capture/table_locks.py``)."""
     changes = RowChanges(DataFrame(frame, tracking.spark))
     entry = tracking.catalog.entry(table)
     assert entry is not None and entry.location is not None  # the statement just resolved it

@@ -28,12 +28,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from sparkmv import fs
+from sparkmv.capture import table_locks
 from sparkmv.capture.change_log import ChangeLog, FileRef
 from sparkmv.capture.files import TableFiles, table_files_from_listing, unit_base
 from sparkmv.capture.tracking import Tracking, immediate_views
@@ -64,6 +66,7 @@ class _WriteInFlight:
     preserved: dict[str, str]  # table file → its link in the log
     entry: CatalogEntry  # the table's catalog entry before the write
     file_write: bool
+    release: Callable[[], None]  # the table's lock, held until the log's commit
 
 
 def _carried(detail: str) -> dict[str, Any] | None:
@@ -101,13 +104,20 @@ class WriteCapture:
             return token
         state = self.tracking.state_of(table, entry)
         if state.log is not None and entry is not None:
-            if files is None:
-                files = self.tracking.files(table, entry)
-            state.log.reconcile(files, writer=True)
-            replaces = mode in (OVERWRITE_MODE, REPLACE_TABLE)
-            preserved = self._preserve(state.log, files) if replaces else {}
+            release = table_locks.acquire(table)
+            try:
+                if files is None or state.log.verify(files):
+                    # (again) under the lock: another write may have committed since the
+                    # shim listed them
+                    files = self.tracking.files(table, entry)
+                state.log.reconcile(files, writer=True)
+                replaces = mode in (OVERWRITE_MODE, REPLACE_TABLE)
+                preserved = self._preserve(state.log, files) if replaces else {}
+            except BaseException:
+                release()
+                raise
             self._in_flight[token] = _WriteInFlight(
-                table, state.log, files, preserved, entry, file_write=facts is not None
+                table, state.log, files, preserved, entry, facts is not None, release
             )
         if mode == REPLACE_TABLE and entry is not None:
             self._clear_beside_location(entry)
@@ -170,9 +180,11 @@ class WriteCapture:
         write = self._in_flight.pop(token, None)
         if write is None:
             return []
-        if self._commit(table, write, facts):
-            return immediate_views(write.log)
-        return []
+        try:
+            committed = self._commit(table, write, facts)
+        finally:
+            write.release()
+        return immediate_views(write.log) if committed else []
 
     def _commit(
         self, table: TableName, write: _WriteInFlight, facts: dict[str, Any] | None
@@ -237,5 +249,6 @@ class WriteCapture:
         self._dropping.pop(token, None)
         write = self._in_flight.pop(token, None)
         if write is not None:
+            write.release()
             for link in write.preserved.values():
                 fs.remove(self.spark, link)

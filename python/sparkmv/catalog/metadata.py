@@ -214,6 +214,9 @@ class MvMetadata:
     # the types compiled under that key (JSON; "" when none)
     compiled_types: str = ""
     format_version: int = keys.FORMAT_VERSION
+    # the token of the commit this metadata was read from ("" before the first commit); not
+    # written by ``to_properties``: ``ViewCatalog.commit`` checks it and writes a new one
+    commit_token: str = ""
 
     def with_changes(self, **changes: object) -> MvMetadata:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -321,4 +324,5 @@ class MvMetadata:
             checked_schemas=values.get(keys.CHECKED_SCHEMAS, ""),
             compiled_types=values.get(keys.COMPILED_TYPES, ""),
             format_version=version,
+            commit_token=values.get(keys.COMMIT_TOKEN, ""),
         )

@@ -43,6 +43,9 @@ LAST_REASON = "sparkmv.last_refresh.reason"
 LAST_REFRESHED_AT = "sparkmv.last_refresh.at_ms"
 LAST_DURATION = "sparkmv.last_refresh.duration_ms"
 CONSUMED_VERSIONS = "sparkmv.consumed_versions"  # JSON {base table: {log, version}}
+# A fresh random token per commit of the view's entry: a commit names the token it read and the
+# catalog update is made only if the entry still carries it (``ViewCatalog.commit``).
+COMMIT_TOKEN = "sparkmv.commit_token"
 # The schemas (``plan/view_delta.py: schemas_key``) for which the delta rules' column types were
 # checked against the query's: a refresh over the same schemas skips the check.
 CHECKED_SCHEMAS = "sparkmv.maintenance.checked_schemas"

@@ -9,6 +9,7 @@ lists it once, and plain Spark without the extension can still read it.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from sparkmv import fs
+from sparkmv.catalog import metastore
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import CATALOG_BRIDGE_CLASS
@@ -158,15 +160,34 @@ class ViewCatalog:
             for name, properties in sorted(found.items())
         ]
 
-    def commit(self, metadata: MvMetadata, view_text: str) -> None:
-        """Point the view at new data and store new metadata in one metastore call."""
-        self._bridge.commitView(
-            self._session,
-            metadata.name.database,
-            metadata.name.name,
-            view_text,
-            json.dumps(metadata.to_properties()),
-        )
+    def commit(self, metadata: MvMetadata, view_text: str) -> MvMetadata:
+        """Point the view at new data and store new metadata in one metastore call: a
+        compare-and-set on the entry's commit token. The update is made only if the entry
+        still carries ``metadata.commit_token`` (the token of the commit it was read from),
+        and writes a fresh one; otherwise nothing is changed and
+        MATERIALIZED_VIEW_CONCURRENT_COMMIT is raised. On a shared metastore the check and
+        the update run under the view's commit lock (``catalog/metastore.py``), so no other
+        process's commit comes between them. Returns ``metadata`` with the new token."""
+        token = uuid.uuid4().hex
+        properties = {**metadata.to_properties(), keys.COMMIT_TOKEN: token}
+        with metastore.commit_lock(self.spark, metadata.name):
+            found = self._bridge.commitView(
+                self._session,
+                metadata.name.database,
+                metadata.name.name,
+                view_text,
+                json.dumps(properties),
+                keys.COMMIT_TOKEN,
+                metadata.commit_token,
+            )
+        if found is not None:
+            raise SparkMvError(
+                ErrorClass.MATERIALIZED_VIEW_CONCURRENT_COMMIT,
+                name=metadata.name,
+                expected=metadata.commit_token or "(none)",
+                found=str(found) or "(none)",
+            )
+        return metadata.with_changes(commit_token=token)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from sparkmv.capture import changelog_source
+from sparkmv.capture import changelog_source, table_locks
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking, untracked_reason
 from sparkmv.catalog.metadata import MvMetadata
@@ -41,50 +41,60 @@ class CommandContext:
         Called before the view reads its base tables, so no write after the read is missed.
         """
         tables = [TableName.parse_qualified(qualified) for qualified in base_tables]
-        entries = facts.bases if facts is not None else self.catalog.entries(tables)
-        listed = facts.files if facts is not None else {}
-        return [
-            self._base_table(
-                qualified,
-                lambda t: self.tracking.start(t, view, entries.get(t)),
-                reconcile=True,
-                listed=listed,
-            )
-            for qualified in base_tables
-        ]
+        # Under the tables' locks (``capture/table_locks.py``): no write of them is between
+        # its listing of their files and its log's commit while they are listed and their
+        # logs reconciled.
+        with table_locks.holding([table for table in tables if table.catalog is None]):
+            entries = facts.bases if facts is not None else self.catalog.entries(tables)
+            listed = facts.files if facts is not None else {}
+
+            def start(table: TableName, again: bool) -> TableTracking:
+                entry = self.catalog.entry(table) if again else entries.get(table)
+                return self.tracking.start(table, view, entry)
+
+            return [
+                self._base_table(qualified, start, reconcile=True, listed=listed)
+                for qualified in base_tables
+            ]
 
     def peek_tracking(self, base_tables: tuple[str, ...]) -> list[BaseTable]:
         """``start_tracking`` without side effects (EXPLAIN): nothing is started, reconciled
         or written; a log that missed changes is only reported."""
         return [
-            self._base_table(qualified, self.tracking.state, reconcile=False)
+            self._base_table(qualified, lambda t, _: self.tracking.state(t), reconcile=False)
             for qualified in base_tables
         ]
 
     def _base_table(
         self,
         qualified: str,
-        tracking: Callable[[TableName], TableTracking],
+        tracking: Callable[[TableName, bool], TableTracking],
         reconcile: bool,
         listed: Mapping[str, list[FileStatus]] | None = None,
     ) -> BaseTable:
         """``qualified`` as ``tracking`` finds it (``listed``: data files listed already,
-        by location)."""
+        by location; ``tracking(table, True)``: its entry read again)."""
         table = TableName.parse_qualified(qualified)
-        state = tracking(table)
-        if state.log is None:
+        state = tracking(table, False)
+        log = state.log
+        if log is None:
             return self._untracked(qualified, table, state)
         files = self.tracking.files(table, state.entry, listed)
-        missed = state.log.reconcile(files) if reconcile else state.log.verify(files)
+        if reconcile and listed and log.verify(files):
+            # listed before the table's lock was taken: a write may have committed since
+            state = tracking(table, True)
+            log = state.log
+            if log is None:
+                return self._untracked(qualified, table, state)
+            files = self.tracking.files(table, state.entry)
+        missed = log.reconcile(files) if reconcile else log.verify(files)
         problem = f"base table {qualified}: {missed}" if missed else ""
         if missed and state.entry is not None and state.entry.is_materialized_view:
             problem = (
                 f"materialized view {qualified} changed without logging its change (it was"
                 " replaced, or refreshed by a process that did not log it)"
             )
-        return BaseTable(
-            qualified, state.log, state.log.current_version(), files, problem, state.entry
-        )
+        return BaseTable(qualified, log, log.current_version(), files, problem, state.entry)
 
     def _untracked(self, qualified: str, table: TableName, state: TableTracking) -> BaseTable:
         """``qualified``, which sparkmv does not track (``state`` says why): read through its

@@ -13,7 +13,9 @@ their own), so two threads never wait for each other's locks.
 
 The lock is keyed by the view's bare name, lower-cased: knowing the database of an
 unqualified name would cost a JVM call, and a coarser lock only serializes a little more.
-Across processes (a shared metastore) this is not a lock; see ``docs/concurrency.md``.
+On a metastore that several processes share (PostgreSQL), the lock also takes the view's
+cross-process lock (``catalog/metastore.py``), after the process's own: a thread that waits
+for another process holds no connection meanwhile. See ``docs/concurrency.md``.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from sparkmv.catalog import metastore
 from sparkmv.parse.statements import TableName
 
 _locks: dict[str, threading.RLock] = {}
 _locks_guard = threading.Lock()
+_held = threading.local()  # .keys: the views whose cross-process lock this thread holds
 
 
 @contextmanager
@@ -35,4 +39,15 @@ def view_lock(view: TableName) -> Iterator[None]:
     with _locks_guard:
         lock = _locks.setdefault(key, threading.RLock())
     with lock:
-        yield
+        held = getattr(_held, "keys", None)
+        if held is None:
+            held = _held.keys = set()
+        if key in held:  # re-entered: the cross-process lock is this thread's already
+            yield
+            return
+        held.add(key)
+        try:
+            with metastore.view_lock(view):
+                yield
+        finally:
+            held.discard(key)

@@ -124,23 +124,32 @@ object CatalogBridge {
 
   /**
    * Replaces a view's text and sets properties in one metastore call, so a reader sees either
-   * the old text and properties or the new ones. The view's schema must not change.
+   * the old text and properties or the new ones, if the view's property `tokenKey` still is
+   * `expectedToken` (absent: ""); the compare-and-set of a commit. Returns null when it
+   * committed, else the token found (nothing changed). The view's schema must not change.
+   * Exact across processes only under the caller's commit lock (`catalog/metastore.py`):
+   * Hive's alter_table has no condition.
    */
   def commitView(
       spark: SparkSession,
       db: String,
       name: String,
       viewText: String,
-      setPropertiesJson: String): Unit = {
+      setPropertiesJson: String,
+      tokenKey: String,
+      expectedToken: String): String = {
     val catalog = spark.sessionState.catalog
     val ident = TableIdentifier(name, Some(db))
     val current = catalog.getTableMetadata(ident)
+    val found = current.properties.getOrElse(tokenKey, "")
+    if (found != expectedToken) return found
     catalog.alterTable(
       current.copy(
         viewText = Some(viewText),
         viewOriginalText = Some(viewText),
         properties = current.properties ++ stringMap(setPropertiesJson)))
     catalog.refreshTable(ident)
+    null
   }
 
   /**
