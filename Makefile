@@ -13,12 +13,16 @@ SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
 
+# Two pytest workers, one per core, each with its own SparkSession (a test file stays on one
+# worker): much of a test's time is a JVM starting or the driver waiting on py4j, not both
+# cores busy.
+XDIST := -n 2 --dist loadfile
 test: lint $(JAR) $(SERVER_INSTALLED)
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 # The randomized suites at full size (20x the examples, unseeded).
 test-full: $(INSTALLED) $(JAR) $(SERVER_INSTALLED)
-	SPARKMV_FULL_TESTS=1 $(PY) -m pytest
+	SPARKMV_FULL_TESTS=1 $(PY) -m pytest $(XDIST)
 
 # Every query record of SQLite's sqllogictest select1-5 as a materialized view (hours; two
 # processes, one shard each; merged counts at the end, exit 1 if any view is wrong or failed).

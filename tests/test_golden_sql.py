@@ -45,6 +45,11 @@ UNSORTED_PREFIXES = ("DESCRIBE", "DESC", "EXPLAIN")
 """Statements whose output rows have a meaningful order (layout, plan text)."""
 
 TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d+)?( UTC)?")
+FILE_INDEX = re.compile(
+    r"(InMemoryFileIndex\(\d+ paths?\))\[.*?(?:\]|\.\.\.)(?=, PartitionFilters)"
+)
+"""A scan's location list, which Spark cuts at ``spark.sql.maxMetadataStringLength``
+characters, so that how much of it shows depends on the length of the warehouse path."""
 SNAPSHOT_NAME = re.compile(r"snapshot-\d+-[0-9a-f]+")
 FILE_URI = re.compile(r"file:/[^\s,;\]\)\}'\"`]*")
 EXPRESSION_ID = re.compile(r"#\d+")
@@ -185,6 +190,7 @@ def normaliser(spark: SparkSession) -> Callable[[str], str]:
         for prefix in prefixes:
             text = text.replace(prefix, "[path]")
         text = FILE_URI.sub("[path]", text)
+        text = FILE_INDEX.sub(r"\1[[location]]", text)
         text = SNAPSHOT_NAME.sub("snapshot-[id]", text)
         text = TIMESTAMP.sub("[timestamp]", text)
         text = EXPRESSION_ID.sub("#x", text)
