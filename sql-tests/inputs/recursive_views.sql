@@ -77,14 +77,13 @@ SELECT count(*) AS differing_rows FROM (
   (SELECT * FROM paths EXCEPT ALL SELECT * FROM expected)
   UNION ALL (SELECT * FROM expected EXCEPT ALL SELECT * FROM paths)) AS diff;
 
--- an unbounded recursion over a cycle fails as Spark's query does
+-- a recursion without a depth bound: maintained while the graph has no cycle; an edge that
+-- closes a cycle makes the refresh fail as Spark's query does (the view keeps its rows)
 SET spark.sql.cteRecursionLevelLimit = 10;
-CREATE MATERIALIZED VIEW unbounded AS
-  WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL SELECT r.s, e.d FROM r JOIN e ON r.d = e.s)
-  SELECT DISTINCT s, d FROM r;
-CREATE MATERIALIZED VIEW bounded AS
+CREATE MATERIALIZED VIEW closure AS
   WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL SELECT r.s, e.d FROM r JOIN e ON r.d = e.s)
   SELECT DISTINCT s, d FROM r;
 INSERT INTO e VALUES (2, 1);
-REFRESH MATERIALIZED VIEW bounded;
+REFRESH MATERIALIZED VIEW closure;
 RESET spark.sql.cteRecursionLevelLimit;
+SELECT count(*) AS rows_kept FROM closure;

@@ -9,9 +9,11 @@ from collections import Counter
 
 import pytest
 import sqlglot
-from conftest import assert_view_matches_query
+from conftest import assert_view_matches_query, view_description
 from pyspark.sql import DataFrame, SparkSession
+from sparkmv import fs
 from sparkmv.analyze.relational import Recursive, RelationalBuilder, walk
+from sparkmv.apply.fixpoints import FIXPOINTS_DIR
 from sparkmv.delta.engine import BaseState, Fixpoints, Version
 from sparkmv.delta.recursive import state_columns
 from sparkmv.delta.rules import delta_engine
@@ -119,3 +121,40 @@ def test_level_limit_fails_as_spark_does(spark: SparkSession, db: str) -> None:
         assert_view_matches_query(spark, "reach")
     finally:
         spark.conf.unset("spark.sql.cteRecursionLevelLimit")
+
+
+def test_a_missing_fixpoint_makes_the_refresh_full_then_incremental_again(
+    spark: SparkSession, db: str
+) -> None:
+    """A snapshot without the stored fixpoint (``apply/fixpoints.py``): FULL with the reason,
+    which stores it; the next refresh is incremental. A refresh whose ΔV is empty but whose
+    fixpoint changed commits a new snapshot holding the new fixpoint."""
+    spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
+    spark.sql("INSERT INTO e VALUES (1, 2), (2, 3), (1, 3)")
+    spark.sql(
+        "CREATE MATERIALIZED VIEW walks AS WITH RECURSIVE r(s, d, k) AS (SELECT s, d, 1 FROM e"
+        " UNION ALL SELECT r.s, e.d, r.k + 1 FROM r JOIN e ON r.d = e.s WHERE r.k < 3)"
+        " SELECT s, d, k FROM r WHERE s = 1"
+    )
+    storage = view_description(spark, "walks")["Storage"]
+    fs.remove(spark, f"{storage}/{FIXPOINTS_DIR}")
+    spark.sql("INSERT INTO e VALUES (3, 4)")
+    row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
+    assert row.mode == "FULL"
+    assert "the stored fixpoint of the recursive CTE r is missing" in row.reason
+    assert_view_matches_query(spark, "walks")
+    # walks from 5 only: the fixpoint changes, the view (walks from 1) does not
+    spark.sql("INSERT INTO e VALUES (5, 6)")
+    before = view_description(spark, "walks")["Storage"]
+    row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
+    assert row.mode == "INCREMENTAL", row.reason
+    assert (row.rows_inserted, row.rows_deleted) == (0, 0)
+    after = view_description(spark, "walks")["Storage"]
+    assert after != before
+    stored = spark.read.parquet(f"{after}/{FIXPOINTS_DIR}/*").collect()
+    assert (5, 6, 1, 0, 1) in [tuple(r) for r in stored]  # c0, c1, c2, level, weight
+    spark.sql("DELETE FROM e WHERE s = 5 OR (s = 1 AND d = 2)")
+    spark.sql("INSERT INTO e VALUES (1, 5)")
+    row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
+    assert row.mode == "INCREMENTAL", row.reason
+    assert_view_matches_query(spark, "walks")

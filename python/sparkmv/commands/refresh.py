@@ -171,6 +171,7 @@ def refresh_incrementally(
     else:
         skipped, engine = observed_engine(spark, plan.query, bases, plan.changed)
     engine.fixpoints.stored.update(fixpoints.stored)
+    engine.fixpoints.paths.update(fixpoints.paths)
     state = fixpoint_writer(engine, maintained.root, query, f"REFRESH {consumed.name}")
     with engine, session_conf(spark, INCREMENTAL_REFRESH_CONF):
         key = plan.query.checked_schemas

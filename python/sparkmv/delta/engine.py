@@ -68,6 +68,10 @@ class Fixpoints:
     stored: dict[str, DataFrame] = field(default_factory=dict)
     computed: dict[str, DataFrame] = field(default_factory=dict)
     analysis: bool = False
+    # Where each stored fixpoint is (its files), and the change ΔR of each one this refresh
+    # computed, which the new snapshot may store beside links to those files.
+    paths: dict[str, str] = field(default_factory=dict)
+    changes: dict[str, DataFrame] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

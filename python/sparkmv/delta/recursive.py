@@ -12,7 +12,8 @@ reference's last column; the step adds 1), so the state is ``R`` as a Z-set over
 value (``evaluate``): as of NEW with no stored fixpoint (CREATE, a full refresh), Spark's
         iteration, each level consolidated (duplicate walks become one row of their
         count) and materialized; it stops at the first empty level. As of OLD: the stored
-        fixpoint. As of NEW in an incremental refresh: ``R_old + ΔR``.
+        fixpoint. As of NEW in an incremental refresh: ``R_old + ΔR``. Both check Spark's
+        row limit on ``Σ`` of the weights (one small job).
 
 delta:  ``step`` is linear in ``r``, so ``R = A + step(R)`` and, with the base tables
         changing from ``E_old`` to ``E_new``,
@@ -80,9 +81,12 @@ def evaluate(node: Recursive, version: Version, engine: DeltaEngine) -> Relation
                 f"SELECT {renamed(tuple(state_columns(node)), ref)}, {WEIGHT_SQL}"
                 f" FROM {_stored(node, engine).subquery('o')}"
             )
-            union = f"{old.sql} UNION ALL {_change(node, engine).sql}"
-            new = engine.query(consolidated_sql(engine.query(union), list(ref)))
+            change = _change(node, engine)
+            union = engine.query(f"{old.sql} UNION ALL {change.sql}")
+            _check_rows(node, engine, union)
+            new = engine.query(consolidated_sql(union, list(ref)))
             state = engine.query(_state_sql(node, new))
+            engine.fixpoints.changes[node.key] = engine.query(_state_sql(node, change)).frame
     else:
         state = engine.query(_state_sql(node, _iterate(node, engine)))
         _check_rows(node, engine, state)
