@@ -8,7 +8,7 @@ SERVER_INSTALLED := $(VENV)/.installed-server
 JAR := python/sparkmv/jars/sparkmv-shim.jar
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-refresh bench-irrelevance bench-tpch bench-crossover clean
+.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-refresh bench-irrelevance bench-recursive bench-tpch bench-crossover clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -105,6 +105,11 @@ bench-crossover: $(BENCH_INSTALLED) $(JAR)
 # Irrelevance filters: a 1M-row insert, 99% provably irrelevant, filters on / off vs only the 1%.
 bench-irrelevance: $(INSTALLED) $(JAR)
 	$(PY) bench/irrelevance.py
+
+# Recursive views: bounded all-pairs reachability over a 100k-edge DAG, incremental vs full
+# refresh after 0.1% of the edges inserted and deleted.
+bench-recursive: $(INSTALLED) $(JAR)
+	$(PY) bench/recursive.py
 
 $(INSTALLED): python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

@@ -20,6 +20,17 @@ class ErrorSpec:
 class ErrorClass(Enum):
     """Error classes; the value holds the SQLSTATE and the message template."""
 
+    RECURSION_LEVEL_LIMIT_EXCEEDED = ErrorSpec(
+        "42836",
+        "Recursion level limit {limit} reached but query has not exhausted, try increasing it "
+        "like 'WITH RECURSIVE t(col) MAX RECURSION LEVEL 200' (the view's query fails so over "
+        "the base tables as they are now; the view keeps its rows).",
+    )
+    RECURSION_ROW_LIMIT_EXCEEDED = ErrorSpec(
+        "42836",
+        "Recursion row limit {limit} reached but query has not exhausted (the view's query "
+        "fails so over the base tables as they are now; the view keeps its rows).",
+    )
     MATERIALIZED_VIEW_ALREADY_EXISTS = ErrorSpec(
         "42P07",
         "Cannot create materialized view {name}: a table or view with that name already exists. "

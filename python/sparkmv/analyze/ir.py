@@ -164,15 +164,56 @@ class Replicate:
         return tuple(name for name in self.child.outputs if name != self.copies)
 
 
+@dataclass(frozen=True, eq=False)
+class RecursiveRef:
+    """The recursive CTE's reference to itself inside its step (``Recursive``): a leaf whose
+    value is whatever the delta engine binds it to (``DeltaEngine.bound``): the previous
+    iteration's rows, the stored fixpoint, or a frontier of its change. ``anchor`` is the
+    CTE's anchor (not a child: it only gives the reference its column types)."""
+
+    name: str  # the CTE's name (for EXPLAIN)
+    outputs: tuple[str, ...]
+    anchor: Node
+
+
+@dataclass(frozen=True, eq=False)
+class Recursive:
+    """``μr. anchor ⊎ step(r)``: a recursive CTE with ``UNION ALL`` (bag semantics) whose
+    ``step`` reads ``ref`` exactly once, linearly (``delta/recursive.py``): Spark's
+    iteration ``R_0 = anchor``, ``R_{i+1} = step(R_i)``, value ``Σ_i R_i``. ``key`` names
+    its stored fixpoint among the view's (``r0``, ``r1``, …); ``limit`` is the recursion
+    level limit written in the query (``MAX RECURSION LEVEL``), None: the session's."""
+
+    anchor: Node
+    step: Node
+    ref: RecursiveRef
+    outputs: tuple[str, ...]
+    key: str
+    limit: int | None = None
+
+
 Node = (
-    Scan | Join | Filter | Project | Distinct | UnionAll | Aggregate | Negate | Window | Replicate
+    Scan
+    | Join
+    | Filter
+    | Project
+    | Distinct
+    | UnionAll
+    | Aggregate
+    | Negate
+    | Window
+    | Replicate
+    | RecursiveRef
+    | Recursive
 )
 
 
 def children(node: Node) -> tuple[Node, ...]:
     """The inputs of ``node`` (a ``Negate``'s, like the other unary nodes', is ``child``)."""
-    if isinstance(node, Scan):
+    if isinstance(node, (Scan, RecursiveRef)):
         return ()
+    if isinstance(node, Recursive):
+        return (node.anchor, node.step)
     if isinstance(node, Join):
         return node.inputs
     if isinstance(node, UnionAll):
@@ -239,8 +280,9 @@ def passed_columns(root: Node, skipped: frozenset[int] = frozenset()) -> set[str
     aggregate its predicate, condition, keys and arguments, a window its functions (with
     their PARTITION BY and ORDER BY), a ``Replicate`` its copies, besides what it passes on
     (a ``Negate``, a filter, a join and a window pass their inputs' columns under their own
-    names). The nodes whose ids are ``skipped`` read nothing (what reaches a node from above
-    it: skip those below)."""
+    names; a recursive CTE reads every column of its anchor, step and reference). The nodes
+    whose ids are ``skipped`` read nothing (what reaches a node from above it: skip those
+    below)."""
     needed = set(root.outputs)
     for node in _parents_first(root):
         if id(node) in skipped:
@@ -252,6 +294,8 @@ def passed_columns(root: Node, skipped: frozenset[int] = frozenset()) -> set[str
         else:
             read = expressions(node)
         needed |= {column.name for expression in read for column in expression.find_all(exp.Column)}
+        if isinstance(node, Recursive):  # every column feeds the next iteration
+            needed |= {*node.anchor.outputs, *node.step.outputs, *node.ref.outputs}
         if isinstance(node, UnionAll):
             for child in node.children:
                 positions = zip(child.outputs, node.outputs, strict=True)

@@ -20,8 +20,18 @@ becomes a tree of
   distinct call computed once over the rows of FROM and WHERE, the select list a ``Project``
   above it reading the calls' outputs; ``analyze/windows`` says which functions).
 
+- ``Recursive`` (``WITH RECURSIVE r AS (anchor UNION ALL step)``, ``_recursive_cte``): the
+  branches of the ``UNION ALL`` chain that do not read ``r`` are the anchor, the others the
+  step, in which ``r`` is a ``RecursiveRef`` leaf. The step must read ``r`` once, linearly
+  (``_degree``: only filters, projections, joins with inputs that do not read it, ``Negate``
+  and ``UNION ALL`` of such terms above it), and carries the level of each row (the
+  reference's last column, ``+ 1`` at the step's top: ``_leveled``); ``delta/recursive.py``
+  maintains it over its stored fixpoint. Non-linear steps, the reference under DISTINCT,
+  GROUP BY or a window, and ``UNION`` (set) are refused.
+
 Subqueries in ``FROM`` and non-recursive ``WITH`` are inlined (each reference to a CTE is
-its own subtree). ``ORDER BY`` without ``LIMIT`` is dropped: a view is a multiset.
+its own subtree; each reference to a recursive CTE outside it its own ``Recursive`` node).
+``ORDER BY`` without ``LIMIT`` is dropped: a view is a multiset.
 
 Subqueries in expressions are decorrelated (``decorrelate``): a conjunct of ``WHERE`` that is
 ``[NOT] EXISTS`` or ``x [NOT] IN (subquery)`` becomes a semi-join, an anti-join or
@@ -81,6 +91,8 @@ from sparkmv.analyze.ir import (
     Node,
     NotMaintainableError,
     Project,
+    Recursive,
+    RecursiveRef,
     Replicate,
     Scan,
     UnionAll,
@@ -105,6 +117,8 @@ __all__ = [  # the IR, for the modules that read it through the builder's module
     "Node",
     "NotMaintainableError",
     "Project",
+    "Recursive",
+    "RecursiveRef",
     "RelationalBuilder",
     "Replicate",
     "Scan",
@@ -150,6 +164,55 @@ def _window_calls(expression: exp.Expr) -> list[exp.Window]:
     return calls
 
 
+def _reads_table(tree: exp.Expr, name: str) -> bool:
+    """Whether ``tree`` reads a table (a CTE) called ``name`` without a database."""
+    return any(not t.db and t.name.lower() == name for t in tree.find_all(exp.Table))
+
+
+def _union_all_branches(body: exp.Expr) -> list[exp.Expr]:
+    """The branches of a recursive CTE's ``UNION ALL`` chain; ``UNION`` (set) is refused."""
+    if isinstance(body, exp.Subquery) and not body.args.get("limit"):
+        return _union_all_branches(body.this)
+    if not isinstance(body, exp.Union):
+        return [body]
+    if body.args.get("distinct"):
+        raise NotMaintainableError(
+            "UNION (set) in a recursive CTE (Spark refuses it too:"
+            " UNION_NOT_SUPPORTED_IN_RECURSIVE_CTE)"
+        )
+    if body.args.get("limit") or body.args.get("offset"):
+        raise NotMaintainableError("LIMIT / OFFSET")
+    return _union_all_branches(body.this) + _union_all_branches(body.expression)
+
+
+def _degree(node: Node, ref: RecursiveRef) -> int:
+    """How many times ``node`` reads ``ref`` along a linear path (0: not at all): a filter,
+    projection, ``Negate`` or join passes its inputs' reads on (a join of two that read it
+    reads it twice: not linear), a ``UNION ALL`` reads it as much as its most reading
+    input (a sum of linear terms is linear). Any other operator above ``ref`` (DISTINCT,
+    GROUP BY, a window, a nested recursion) is not linear in it: refused."""
+    if node is ref:
+        return 1
+    degrees = [_degree(child, ref) for child in children(node)]
+    if not any(degrees):
+        return 0
+    if isinstance(node, UnionAll):
+        if min(degrees) == 0:  # step(∅) ≠ ∅: that input would add its rows at every level
+            raise NotMaintainableError(
+                f"a UNION ALL in the step of {ref.name} with an input that does not read it"
+            )
+        return max(degrees)
+    if isinstance(node, (Filter, Project, Negate, Join)):
+        return sum(degrees)
+    operator = {Distinct: "DISTINCT", Aggregate: "GROUP BY", Window: "a window function"}.get(
+        type(node), type(node).__name__
+    )
+    raise NotMaintainableError(
+        f"the recursive reference {ref.name} under {operator} in the step (the step is not"
+        f" linear in {ref.name})"
+    )
+
+
 @dataclass
 class _Relation:
     """A FROM item as the enclosing SELECT sees it: column name → internal name."""
@@ -167,6 +230,11 @@ class RelationalBuilder:
 
     tables: dict[str, tuple[str, ...]]
     _names: Iterator[int] = field(default_factory=itertools.count)
+    # The bodies of the recursive CTEs in scope (by id), with their names; and those whose
+    # step is being built, with their reference and column names.
+    _recursive: dict[int, str] = field(default_factory=dict)
+    _building: dict[int, tuple[RecursiveRef, list[str]]] = field(default_factory=dict)
+    _fixpoints: Iterator[int] = field(default_factory=itertools.count)
 
     def build(self, tree: exp.Expr) -> tuple[Node, list[str]]:
         """The IR of ``tree`` and its output column names."""
@@ -193,12 +261,118 @@ class RelationalBuilder:
         with_ = tree.args.get("with_") or tree.args.get("with")
         if not isinstance(with_, exp.With):
             return ctes
-        if with_.args.get("recursive"):
-            raise NotMaintainableError("WITH RECURSIVE")
         scoped = dict(ctes)
         for cte in with_.expressions:
-            scoped[cte.alias_or_name.lower()] = cte.this
+            name = cte.alias_or_name.lower()
+            scoped[name] = cte.this
+            if with_.args.get("recursive") and _reads_table(cte.this, name):
+                self._recursive[id(cte.this)] = name
         return scoped
+
+    def _recursive_cte(self, body: exp.Expr, cte: exp.Expr, ctes: dict[str, exp.Expr]) -> _Relation:
+        """A reference to the recursive CTE ``body`` (``cte``: its definition, for its
+        column list): inside its own step, the ``RecursiveRef``; elsewhere a ``Recursive``
+        node, ``μr. anchor ⊎ step(r)``. Only ``UNION ALL`` of branches that do not read the
+        CTE (the anchor) and branches that read it once, linearly (the step) is taken."""
+        building = self._building.get(id(body))
+        if building is not None:
+            ref, names = building  # its last output is the level, not a column of the CTE
+            return _Relation(ref, dict(zip(names, ref.outputs[:-1], strict=True)))
+        name = self._recursive[id(body)]
+        branches = _union_all_branches(body)
+        anchors = [branch for branch in branches if not _reads_table(branch, name)]
+        steps = [branch for branch in branches if _reads_table(branch, name)]
+        if not anchors or not steps:
+            raise NotMaintainableError(f"a recursive CTE ({name}) without an anchor and a step")
+        anchor, names = self._branches(anchors, ctes)
+        listed = (
+            cte.args["alias"].columns if isinstance(cte.args.get("alias"), exp.TableAlias) else []
+        )
+        if listed:
+            names = [column.name.lower() for column in listed]
+        level = [self._fresh()]  # the level of a row: Spark's iteration that made it
+        outputs = tuple(self._fresh() for _ in anchor.outputs)
+        ref = RecursiveRef(name, (*outputs, *level), anchor)
+        self._building[id(body)] = (ref, names)
+        try:
+            step, _ = self._branches(steps, ctes)
+        finally:
+            del self._building[id(body)]
+        if len(step.outputs) != len(anchor.outputs):
+            raise NotMaintainableError(f"a recursive CTE ({name}) whose step has other columns")
+        if _degree(step, ref) != 1:
+            raise NotMaintainableError(
+                f"non-linear recursion (the step of {name} reads {name} more than once; Spark"
+                " computes each level from the previous level's rows alone, which needs"
+                " per-level state)"
+            )
+        leveled, next_level = self._leveled(step, ref, {})
+        one = exp.Literal.number(1)
+        columns = (
+            *(exp.column(c, quoted=True) for c in step.outputs),
+            exp.Add(this=exp.column(next_level, quoted=True), expression=one),
+        )
+        step = Project(leveled, columns, tuple(self._fresh() for _ in columns))
+        outputs = tuple(self._fresh() for _ in anchor.outputs)
+        node = Recursive(anchor, step, ref, outputs, f"r{next(self._fixpoints)}")
+        return _Relation(node, dict(zip(names, outputs, strict=True)))
+
+    def _leveled(
+        self, node: Node, ref: RecursiveRef, done: dict[int, tuple[Node, str]]
+    ) -> tuple[Node, str]:
+        """``node`` (a step, linear in ``ref``: ``_degree``) passing on the level of the
+        ``ref`` row each of its rows comes from (``ref``'s last output, which the step's own
+        select list drops), and that column's name: a projection on the path from ``ref``
+        keeps it as a column of its own, a ``UNION ALL`` at the end of each input."""
+        known = done.get(id(node))
+        if known is not None:
+            return known
+        result: tuple[Node, str]
+        if node is ref:
+            result = (ref, ref.outputs[-1])
+        elif isinstance(node, Filter):
+            child, level = self._leveled(node.child, ref, done)
+            result = (Filter(child, node.predicate), level)
+        elif isinstance(node, Negate):
+            child, level = self._leveled(node.child, ref, done)
+            result = (Negate(child), level)
+        elif isinstance(node, Join):
+            inputs = list(node.inputs)
+            index = next(i for i, child in enumerate(inputs) if _degree(child, ref))
+            inputs[index], level = self._leveled(inputs[index], ref, done)
+            result = (Join(tuple(inputs), node.condition), level)
+        elif isinstance(node, Project):
+            child, level = self._leveled(node.child, ref, done)
+            output = self._fresh()
+            column = exp.column(level, quoted=True)
+            result = (Project(child, (*node.expressions, column), (*node.outputs, output)), output)
+        elif isinstance(node, UnionAll):
+            branches: list[Node] = []
+            for branch in node.children:
+                leveled, level = self._leveled(branch, ref, done)
+                columns = tuple(exp.column(c, quoted=True) for c in (*branch.outputs, level))
+                branches.append(Project(leveled, columns, tuple(self._fresh() for _ in columns)))
+            output = self._fresh()
+            result = (UnionAll(tuple(branches), (*node.outputs, output)), output)
+        else:  # ``_degree`` admits no other operator above the reference
+            raise AssertionError(f"{type(node).__name__} above a recursive reference")
+        done[id(node)] = result
+        return result
+
+    def _branches(
+        self, branches: list[exp.Expr], ctes: dict[str, exp.Expr]
+    ) -> tuple[Node, list[str]]:
+        """The ``UNION ALL`` of ``branches`` (one: itself), and its column names."""
+        built = [self._query(branch, ctes) for branch in branches]
+        node, names = built[0]
+        if len(built) == 1:
+            return node, names
+        if any(len(other.outputs) != len(node.outputs) for other, _ in built):
+            raise NotMaintainableError("UNION ALL of inputs with different column counts")
+        union = UnionAll(
+            tuple(other for other, _ in built), tuple(self._fresh() for _ in node.outputs)
+        )
+        return union, names
 
     def _union(self, tree: exp.Union, ctes: dict[str, exp.Expr]) -> tuple[Node, list[str]]:
         (left, right), names = self._operands(tree, ctes)
@@ -841,6 +1015,11 @@ class RelationalBuilder:
             if not isinstance(item.this, exp.Identifier):
                 raise NotMaintainableError(f"{type(item.this).__name__.upper()} in FROM")
             name = item.name.lower()
+            if not item.db and name in ctes and id(ctes[name]) in self._recursive:
+                body = ctes[name]
+                relation = self._recursive_cte(body, body.parent or body, ctes)
+                scope[alias] = relation
+                return relation.node
             if not item.db and name in ctes:
                 node, names = self._query(ctes[name], ctes)
                 scope[alias] = _Relation(node, dict(zip(names, node.outputs, strict=True)))

@@ -179,6 +179,27 @@ def apply_change(
         raise
 
 
+def relinked_snapshot(
+    spark: SparkSession, root: str, view: MvMetadata, merge: Merge
+) -> AppliedChange:
+    """A new snapshot of ``view`` holding the same rows (its buckets' files and mask
+    linked): for a refresh whose ΔV is empty but that stores other state with the view's
+    rows (a recursive CTE's fixpoint, ``apply/fixpoints.py``), so that the state is
+    committed atomically, never written into a published snapshot."""
+    path = new_snapshot_path(root)
+    try:
+        files = _bucket_files(spark, view.snapshot)
+        _link_buckets(spark, view.snapshot, path, files, except_buckets=frozenset())
+        mask = _stored_mask(spark, view)
+        masked = mask.carry(spark, mask_path(path), except_buckets=frozenset())
+        if not any(files.values()):
+            keep_schema_readable(spark, merge.schema, path)
+        return AppliedChange(path, masked, 0, 0, 0, 0, 0)
+    except BaseException:
+        remove_path(spark, path)
+        raise
+
+
 def _rewritten_in_one_pass(
     spark: SparkSession, view: MvMetadata, merge: Merge, files: BucketFiles, path: str
 ) -> bool:

@@ -19,7 +19,7 @@ from typing import Protocol
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.apply import snapshot
-from sparkmv.apply.incremental import apply_change
+from sparkmv.apply.incremental import apply_change, relinked_snapshot
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
@@ -92,12 +92,20 @@ def full_refresh(
     reason: str,
     started_ms: int,
     recorder: ChangeRecorder | None = None,
+    state: Callable[[str], None] | None = None,
 ) -> MvMetadata:
     """Replace the contents of ``view`` with ``data`` (stored rows in ``layout``)
     atomically; return the new metadata (``recorder``: logs the change, if any view reads
-    this one)."""
+    this one; ``state``: writes other state of the view into the new snapshot before the
+    commit, e.g. recursive CTEs' fixpoints)."""
     root = snapshot.storage_root(spark, view.name)
     path, rows = write_new_snapshot(spark, root, data, layout)
+    if state is not None:
+        try:
+            state(path)
+        except BaseException:
+            snapshot.remove_path(spark, path)
+            raise
     checkpoint("refresh.before_commit")
     finished = now_ms()
     updated = view.with_changes(
@@ -121,15 +129,25 @@ def incremental_refresh(
     started_ms: int,
     irrelevant: Callable[[], Mapping[str, int]] | None = None,
     recorder: ChangeRecorder | None = None,
+    state: Callable[[str], None] | None = None,
 ) -> MvMetadata:
     """Apply ``change`` (ΔV in storage columns, or an aggregate view's state change) to
     ``view`` by ``merge`` atomically; the new metadata (``irrelevant``: the changed base
-    rows the irrelevance filters dropped per table, for the counters, once ΔV is computed).
+    rows the irrelevance filters dropped per table, for the counters, once ΔV is computed;
+    ``state``: as in ``full_refresh``, into a new snapshot even when ΔV is empty).
 
     Raises ``ChangeDoesNotFitError`` (nothing committed) when ΔV does not fit the stored rows.
     """
     root = snapshot.storage_root(spark, view.name)
     applied = apply_change(spark, root, view, change, merge)
+    if state is not None:
+        if applied.snapshot == view.snapshot:
+            applied = relinked_snapshot(spark, root, view, merge)
+        try:
+            state(applied.snapshot)
+        except BaseException:
+            snapshot.remove_path(spark, applied.snapshot)
+            raise
     log.info(
         "incremental refresh of %s: of %d buckets %d patched, %d rewritten (%d rows written,"
         " %d masked), +%d -%d rows",

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.query import ParsedQuery, parse_query, query_dataframe
 from sparkmv.apply import snapshot
+from sparkmv.apply.fixpoints import fixpoint_writer, query_hash
 from sparkmv.apply.materialize import (
     ViewDefinition,
     create_catalog_view,
@@ -157,13 +158,23 @@ def execute_create(
     derived = derive(bases, layout) if derive is not None else None
     if derived is not None:
         data = derived.rows
-    elif layout.buckets:  # read the tables at the logged versions, through the delta rules
+    state = None
+    if derived is None and layout.buckets:  # read the tables at the logged versions
         states = {b.name: BaseState(b.rows(context.spark)) for b in bases}
-        with delta_engine(context.spark, states) as engine:
+        with delta_engine(context.spark, states) as engine:  # through the delta rules
             data = stored_rows(plan.maintainability, engine)
+            query = query_hash(plan.query.text, plan.database)
+            step = f"CREATE MATERIALIZED VIEW {plan.name}"
+            state = fixpoint_writer(engine, plan.maintainability.root, query, step)
     try:
         with job_step(context.spark, f"CREATE MATERIALIZED VIEW {plan.name}: compute"):
             path, rows = write_new_snapshot(context.spark, root, data, layout)
+        if state is not None:  # a recursive CTE's fixpoint, committed with the rows
+            try:
+                state(path)
+            except BaseException:
+                snapshot.remove_path(context.spark, path)
+                raise
     except BaseException:
         if plan.replaces is None:
             context.stop_tracking(plan.name, plan.query.base_tables)

@@ -8,6 +8,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.relational import Scan, walk
+from sparkmv.apply.fixpoints import query_hash, recursive_nodes, stored_fixpoints
 from sparkmv.apply.incremental import describe_storage_plan
 from sparkmv.commands import create, refresh
 from sparkmv.commands.context import CommandContext, Rows
@@ -91,7 +92,13 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         target = "Δcounters"
     elif view.layout.grouped:
         target = "Δstate"
+    recursive = recursive_nodes(maintained.root)
+    fixpoints = stored_fixpoints(
+        context.spark, view.snapshot, query_hash(view.query, view.query_database), maintained.root
+    )
     with refresh.screened_engine(context.spark, query, bases, plan.changed) as engine:
+        if fixpoints is not None:
+            engine.fixpoints.stored.update(fixpoints.stored)
         lines.extend(_irrelevance_filters(context.spark, maintained, engine))
         lines.append("Delta terms (Z-sets; X_old = X − ΔX; Δ of DISTINCT via counters):")
         lines.append(f"  {target} = {delta_terms(maintained, engine)}")
@@ -99,7 +106,16 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         # refreshes; the delta terms are the plan, and EXPLAIN EXTENDED (or FORMATTED, ...)
         # adds Spark's.
         simple = mode.lower() == "simple"
-        change = None if simple else stored_change(maintained, engine, view.layout)[0]
+        if recursive:
+            names = ", ".join(node.ref.name for node in recursive)
+            stored = "stored" if fixpoints is not None else "missing: the refresh is FULL"
+            lines.append(
+                f"  R_new = R_old + ΔR of {names}, stored with the new snapshot (the fixpoint"
+                f" as of the last refresh is {stored})"
+            )
+        change = None
+        if not simple and fixpoints is not None:
+            change = stored_change(maintained, engine, view.layout)[0]
     buckets = view.layout.buckets
     lines.append(
         f"Apply to the buckets ΔV touches (of {buckets} hash bucket{'s' if buckets != 1 else ''}"

@@ -17,6 +17,12 @@ from dataclasses import dataclass, replace
 from pyspark.sql import SparkSession
 
 from sparkmv.analyze.relational import Node, read_columns
+from sparkmv.apply.fixpoints import (
+    fixpoint_writer,
+    query_hash,
+    recursive_nodes,
+    stored_fixpoints,
+)
 from sparkmv.apply.incremental import ChangeDoesNotFitError
 from sparkmv.apply.materialize import (
     ChangeRecorder,
@@ -32,6 +38,7 @@ from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
 from sparkmv.delta.engine import BaseState, DeltaEngine
+from sparkmv.delta.recursive import MissingFixpointError
 from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
 from sparkmv.jobs import job_step
@@ -97,6 +104,9 @@ def refresh_view(context: CommandContext, statement: RefreshStatement) -> Refres
         except ChangeDoesNotFitError as error:
             reason = f"the view's change did not fit its stored rows ({error})"
             plan = replace(plan, mode=RefreshMode.FULL, reason=reason)
+        except MissingFixpointError as error:
+            reason = f"{error} (its snapshot was not written by a refresh of this query)"
+            plan = replace(plan, mode=RefreshMode.FULL, reason=reason)
     if updated is None:
         updated = refresh_fully(context, consumed, plan, bases, started, recorder)
     context.compact_logs(bases, updated)
@@ -149,7 +159,20 @@ def refresh_incrementally(
     maintained = plan.query.maintainability
     assert maintained.root is not None
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
-    skipped, engine = observed_engine(spark, plan.query, bases, plan.changed)
+    query = query_hash(consumed.query, consumed.query_database)
+    fixpoints = stored_fixpoints(spark, consumed.snapshot, query, maintained.root)
+    if fixpoints is None:
+        name = recursive_nodes(maintained.root)[0].ref.name
+        raise MissingFixpointError(f"the stored fixpoint of the recursive CTE {name} is missing")
+    if fixpoints.stored:  # the recursion reads the changes through checkpoints, which
+        # deliver no observed metrics: the skipped rows are not counted
+        skipped = SkippedRows({}, {})
+        engine = screened_engine(spark, plan.query, bases, plan.changed)
+    else:
+        skipped, engine = observed_engine(spark, plan.query, bases, plan.changed)
+    engine.fixpoints.stored.update(fixpoints.stored)
+    engine.fixpoints.paths.update(fixpoints.paths)
+    state = fixpoint_writer(engine, maintained.root, query, f"REFRESH {consumed.name}")
     with engine, session_conf(spark, INCREMENTAL_REFRESH_CONF):
         key = plan.query.checked_schemas
         remember_compiled_types(key, consumed.compiled_types)
@@ -170,6 +193,7 @@ def refresh_incrementally(
             started,
             skipped_counts,
             recorder,
+            state,
         )
 
 
@@ -189,14 +213,18 @@ def refresh_fully(
     buckets = int(spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
     layout = storage_layout(consumed.policy, plan.query.maintainability, bases, buckets)
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
+    state = None
     if layout.buckets:  # a DataFrame keeps the plans of the engine's temporary views
+        root = plan.query.maintainability.root
+        query = query_hash(consumed.query, consumed.query_database)
         with base_states(spark, bases, ()) as engine:
             data = stored_rows(plan.query.maintainability, engine)
+            state = fixpoint_writer(engine, root, query, f"REFRESH {consumed.name}")
     else:
         data = plan.query.data
     with job_step(spark, f"REFRESH {consumed.name}: recompute ({plan.reason})"):
         return full_refresh(
-            spark, context.catalog, measured, data, layout, plan.reason, started, recorder
+            spark, context.catalog, measured, data, layout, plan.reason, started, recorder, state
         )
 
 

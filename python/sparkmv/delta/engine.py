@@ -16,7 +16,7 @@ The operator rules live one per module and are looked up in the ordered ``RULES`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -26,6 +26,8 @@ from sqlglot import exp
 
 from sparkmv.analyze.ir import (
     Node,
+    Recursive,
+    RecursiveRef,
     Scan,
     scanned_tables,
     shared_above_negation,
@@ -54,6 +56,24 @@ class BaseState:
     read: set[str] | None = None  # the columns the change keeps (``relation.net_change``)
 
 
+@dataclass
+class Fixpoints:
+    """The stored state of a view's recursive CTEs (``delta/recursive.py``), shared by the
+    engines of one refresh: ``stored``, each fixpoint as the view's snapshot holds it (a
+    consolidated Z-set in storage columns ``c0``, ``c1``, … and the weight), by the
+    ``Recursive`` node's key; ``computed``, those this refresh computed, to store with its
+    snapshot. ``analysis``: the engine only analyzes (types), so a fixpoint is its anchor's
+    columns, no rows, and no iteration runs."""
+
+    stored: dict[str, DataFrame] = field(default_factory=dict)
+    computed: dict[str, DataFrame] = field(default_factory=dict)
+    analysis: bool = False
+    # Where each stored fixpoint is (its files), and the change ΔR of each one this refresh
+    # computed, which the new snapshot may store beside links to those files.
+    paths: dict[str, str] = field(default_factory=dict)
+    changes: dict[str, DataFrame] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class DeltaRule:
     """The rules of one operator: its value over Z-sets, its change, and the change's
@@ -79,8 +99,13 @@ class DeltaEngine:
         views: TempViews,
         screens: Mapping[Scan, exp.Expr] | None = None,
         values: dict[tuple[int, Version], tuple[Node, Relation]] | None = None,
+        fixpoints: Fixpoints | None = None,
+        bindings: Mapping[int, Relation] | None = None,
     ) -> None:
         self.tables = tables
+        self.fixpoints = Fixpoints() if fixpoints is None else fixpoints
+        # Per ``RecursiveRef`` (by id): the Z-set it stands for in this engine (``bound``).
+        self.bindings: Mapping[int, Relation] = bindings or {}
         self._rules = rules
         self.views = views
         self.screens: Mapping[Scan, exp.Expr] = screens or {}
@@ -95,6 +120,7 @@ class DeltaEngine:
         self._shared: set[int] = set()  # nodes whose change is computed apart
         self._labels: dict[int, str] | None = None  # shared subtrees' names in ``describe``
         self._definitions: dict[tuple[int, Version | None], str] = {}
+        self.memo: dict[tuple[str, int], Relation] = {}  # a rule's own results, by node
 
     def __enter__(self) -> DeltaEngine:
         return self
@@ -105,13 +131,46 @@ class DeltaEngine:
     def screened(self, screens: Mapping[Scan, exp.Expr]) -> DeltaEngine:
         """This engine with the scans' changes screened by ``screens`` (values are not
         screened: the two engines share them, and their temporary views)."""
-        return DeltaEngine(self.tables, self._rules, self.views, screens, self._values)
+        return DeltaEngine(
+            self.tables, self._rules, self.views, screens, self._values, self.fixpoints
+        )
 
     def with_tables(self, tables: Mapping[str, BaseState]) -> DeltaEngine:
         """This engine over ``tables`` (the same rows, their changes read otherwise, e.g.
-        observed): values as of NEW, which read rows only, are kept."""
-        values = {key: known for key, known in self._values.items() if key[1] is Version.NEW}
-        return DeltaEngine(tables, self._rules, self.views, self.screens, values)
+        observed): values as of NEW, which read rows only, are kept — but a recursive CTE's
+        (and its readers'), which an incremental refresh computes from the stored fixpoint
+        and the change."""
+        values = {
+            key: known
+            for key, known in self._values.items()
+            if key[1] is Version.NEW
+            and not any(isinstance(node, (Recursive, RecursiveRef)) for node in walk(known[0]))
+        }
+        return DeltaEngine(tables, self._rules, self.views, self.screens, values, self.fixpoints)
+
+    def bound(self, bindings: Mapping[int, Relation], below: Node) -> DeltaEngine:
+        """This engine with ``RecursiveRef``s bound to Z-sets (``bindings``, by id): an
+        engine of its own for the nodes ``below`` (a recursive CTE's step), whose values and
+        changes depend on the binding; the values of the nodes outside ``below`` are
+        shared."""
+        inside = {id(node) for node in walk(below)}
+        values = {key: known for key, known in self._values.items() if key[0] not in inside}
+        return DeltaEngine(
+            self.tables,
+            self._rules,
+            self.views,
+            self.screens,
+            values,
+            self.fixpoints,
+            {**self.bindings, **bindings},
+        )
+
+    def analyzing(self) -> DeltaEngine:
+        """This engine for analysis only (column types): no fixpoint is iterated
+        (``Fixpoints.analysis``); nothing is shared with this engine's values."""
+        return DeltaEngine(
+            self.tables, self._rules, self.views, self.screens, None, Fixpoints(analysis=True)
+        )
 
     def relation(self, frame: DataFrame) -> Relation:
         """A DataFrame rule's result as a relation."""

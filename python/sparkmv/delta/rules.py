@@ -13,6 +13,7 @@ from sparkmv.delta import (
     join,
     negate,
     project,
+    recursive,
     replicate,
     scan,
     selection,
@@ -33,6 +34,8 @@ RULES: tuple[DeltaRule, ...] = (
     distinct.RULE,
     aggregate.RULE,
     window.RULE,
+    recursive.RULE,
+    recursive.REF_RULE,
 )
 
 

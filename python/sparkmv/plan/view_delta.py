@@ -25,7 +25,14 @@ from sparkmv.analyze.maintainability import (
     not_maintainable,
 )
 from sparkmv.analyze.query import ParsedQuery
-from sparkmv.analyze.relational import Node, NotMaintainableError, Scan, walk
+from sparkmv.analyze.relational import (
+    Node,
+    NotMaintainableError,
+    Recursive,
+    RecursiveRef,
+    Scan,
+    walk,
+)
 from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
@@ -58,8 +65,8 @@ def maintainability_of(
             )
     states = {table: BaseState(rows) for table, rows in tables.items()}
     with delta_engine(spark, states) as engine:
-        try:
-            evaluated = engine.evaluate(found.root, Version.NEW).schema
+        try:  # analysis only: a recursive CTE's fixpoint is not iterated for its types
+            evaluated = engine.analyzing().evaluate(found.root, Version.NEW).schema
         except NotMaintainableError as error:  # e.g. a SUM over DOUBLE, known from its type
             return not_maintainable(str(error))
     expected = [field.dataType for field in data.schema.fields]
@@ -216,7 +223,8 @@ def irrelevance_screens(
             if known is not None:
                 types = {field.name: field.dataType for field in known.fields}
                 return {o: types[c] for c, o in zip(node.columns, node.outputs, strict=True)}
-        schema = engine.evaluate(node, Version.NEW).schema
+        typing = engine.analyzing() if recursive_below(node) else engine  # no fixpoint run
+        schema = typing.evaluate(node, Version.NEW).schema
         return {field.name: field.dataType for field in schema.fields if field.name != WEIGHT}
 
     return irrelevance_filters(maintained.root, leaf_types, exact_arithmetic=ansi)
@@ -289,3 +297,8 @@ def _count_skipped(engine: DeltaEngine, table: str, tests: list[exp.Expr]) -> in
     logged = engine.tables[table].logged
     assert logged is not None
     return int(logged.where(_skipped_sql(tests)).count())
+
+
+def recursive_below(node: Node) -> bool:
+    """Whether ``node`` is or reads a recursive CTE (or its reference)."""
+    return any(isinstance(below, (Recursive, RecursiveRef)) for below in walk(node))

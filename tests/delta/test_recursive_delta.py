@@ -1,0 +1,160 @@
+"""The recursive CTE's delta rule (``delta/recursive.py``) on DataFrames, without storage:
+``R_old + ΔR`` equals the fixpoint computed afresh over the new tables, level by level, for
+a step that joins two changing tables; the stored state, the level limit and what a view
+stores (``apply/fixpoints.py``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import sqlglot
+from conftest import assert_view_matches_query, view_description
+from pyspark.sql import DataFrame, SparkSession
+from sparkmv import fs
+from sparkmv.analyze.relational import Recursive, RelationalBuilder, walk
+from sparkmv.apply.fixpoints import FIXPOINTS_DIR
+from sparkmv.delta.engine import BaseState, Fixpoints, Version
+from sparkmv.delta.recursive import state_columns
+from sparkmv.delta.rules import delta_engine
+from sparkmv.zset import WEIGHT
+from sqlglot.optimizer.qualify import qualify
+
+TABLES = {"db.e": ("s", "d"), "db.w": ("n", "ok")}
+W_SCHEMA = "n INT, ok BOOLEAN"
+# the step joins the recursion with two tables, both of which change
+QUERY = (
+    "WITH RECURSIVE r(s, d, len) AS (SELECT s, d, 1 FROM e UNION ALL"
+    " SELECT r.s, e.d, r.len + 1 FROM r JOIN e ON r.d = e.s JOIN w ON w.n = e.d"
+    " WHERE r.len < 4 AND w.ok) SELECT * FROM r"
+)
+
+
+def recursive_node() -> Recursive:
+    schema = {"db": {"e": {"s": "INT", "d": "INT"}, "w": {"n": "INT", "ok": "BOOLEAN"}}}
+    tree = qualify(sqlglot.parse_one(QUERY, read="spark"), schema=schema, db="db", dialect="spark")
+    root, _ = RelationalBuilder(TABLES).build(tree)
+    return next(node for node in walk(root) if isinstance(node, Recursive))
+
+
+def zset(frame: DataFrame) -> Counter[tuple[object, ...]]:
+    counts: Counter[tuple[object, ...]] = Counter()
+    for row in frame.collect():
+        counts[tuple(row[c] for c in frame.columns if c != WEIGHT)] += row[WEIGHT]
+    return Counter({row: weight for row, weight in counts.items() if weight})
+
+
+def fixpoint(spark: SparkSession, node: Recursive, tables: dict[str, BaseState]) -> DataFrame:
+    with delta_engine(spark, tables) as engine:
+        engine.evaluate(node, Version.NEW)
+        return engine.fixpoints.computed[node.key]
+
+
+def test_stored_fixpoint_plus_change_is_the_new_fixpoint(spark: SparkSession) -> None:
+    node = recursive_node()
+    e_old = spark.createDataFrame([(1, 2), (2, 3), (3, 1), (2, 2), (1, 2)], "s INT, d INT")
+    w_old = spark.createDataFrame(
+        [(1, True), (2, True), (3, True), (4, False)], "n INT, ok BOOLEAN"
+    )
+    old = fixpoint(spark, node, {"db.e": BaseState(e_old), "db.w": BaseState(w_old)})
+    assert old.columns == [*state_columns(node), WEIGHT]
+    e_new = spark.createDataFrame([(1, 2), (2, 3), (3, 1), (3, 4), (1, 2)], "s INT, d INT")
+    e_change = spark.createDataFrame([(2, 2, -1), (3, 4, 1)], f"s INT, d INT, {WEIGHT} BIGINT")
+    w_new = spark.createDataFrame(
+        [(1, True), (2, True), (3, False), (4, True)], "n INT, ok BOOLEAN"
+    )
+    w_change = spark.createDataFrame(
+        [(3, True, -1), (4, False, -1), (3, False, 1), (4, True, 1)],
+        f"n INT, ok BOOLEAN, {WEIGHT} BIGINT",
+    )
+    changed = {"db.e": BaseState(e_new, e_change), "db.w": BaseState(w_new, w_change)}
+    with delta_engine(spark, changed) as engine:
+        engine.fixpoints.stored[node.key] = old
+        change = zset(engine.delta(node))
+        engine.evaluate(node, Version.NEW)
+        maintained = zset(engine.fixpoints.computed[node.key])
+    fresh = zset(fixpoint(spark, node, {"db.e": BaseState(e_new), "db.w": BaseState(w_new)}))
+    assert maintained == fresh
+    # ΔR (without the level) is the difference of the CTE's values
+    visible_old: Counter[tuple[object, ...]] = Counter()
+    visible_new: Counter[tuple[object, ...]] = Counter()
+    for target, rows in ((visible_old, zset(old)), (visible_new, fresh)):
+        for row, weight in rows.items():
+            target[row[:-1]] += weight
+    difference = Counter(visible_new)
+    difference.subtract(visible_old)
+    assert change == {row: w for row, w in difference.items() if w}
+
+
+def test_analysis_runs_no_iteration(spark: SparkSession) -> None:
+    node = recursive_node()
+    e = spark.createDataFrame([(1, 2)], "s INT, d INT")
+    w = spark.createDataFrame([(2, True)], W_SCHEMA)
+    with delta_engine(spark, {"db.e": BaseState(e), "db.w": BaseState(w)}) as engine:
+        frame = engine.analyzing().evaluate(node, Version.NEW)
+        assert [f.dataType.simpleString() for f in frame.schema.fields] == ["int"] * 3 + ["bigint"]
+        assert engine.fixpoints == Fixpoints()
+
+
+def test_level_limit_fails_as_spark_does(spark: SparkSession, db: str) -> None:
+    spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
+    spark.sql("INSERT INTO e VALUES (1, 2), (2, 3)")
+    query = (
+        "WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL"
+        " SELECT r.s, e.d FROM r JOIN e ON r.d = e.s) SELECT DISTINCT s, d FROM r"
+    )
+    spark.conf.set("spark.sql.cteRecursionLevelLimit", "5")
+    try:
+        spark.sql(f"CREATE MATERIALIZED VIEW reach AS {query}")
+        spark.sql("INSERT INTO e VALUES (3, 4), (4, 5)")
+        row = spark.sql("REFRESH MATERIALIZED VIEW reach").collect()[0]
+        assert row.mode == "INCREMENTAL", row.reason
+        assert_view_matches_query(spark, "reach")
+        spark.sql("INSERT INTO e VALUES (5, 1)")  # a cycle: the recursion never ends
+        with pytest.raises(Exception, match="RECURSION_LEVEL_LIMIT_EXCEEDED"):
+            spark.sql(query).collect()
+        with pytest.raises(Exception, match="RECURSION_LEVEL_LIMIT_EXCEEDED"):
+            spark.sql("REFRESH MATERIALIZED VIEW reach")
+        spark.sql("DELETE FROM e WHERE s = 5")
+        row = spark.sql("REFRESH MATERIALIZED VIEW reach").collect()[0]
+        assert row.mode == "INCREMENTAL", row.reason
+        assert_view_matches_query(spark, "reach")
+    finally:
+        spark.conf.unset("spark.sql.cteRecursionLevelLimit")
+
+
+def test_a_missing_fixpoint_makes_the_refresh_full_then_incremental_again(
+    spark: SparkSession, db: str
+) -> None:
+    """A snapshot without the stored fixpoint (``apply/fixpoints.py``): FULL with the reason,
+    which stores it; the next refresh is incremental. A refresh whose ΔV is empty but whose
+    fixpoint changed commits a new snapshot holding the new fixpoint."""
+    spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
+    spark.sql("INSERT INTO e VALUES (1, 2), (2, 3), (1, 3)")
+    spark.sql(
+        "CREATE MATERIALIZED VIEW walks AS WITH RECURSIVE r(s, d, k) AS (SELECT s, d, 1 FROM e"
+        " UNION ALL SELECT r.s, e.d, r.k + 1 FROM r JOIN e ON r.d = e.s WHERE r.k < 3)"
+        " SELECT s, d, k FROM r WHERE s = 1"
+    )
+    storage = view_description(spark, "walks")["Storage"]
+    fs.remove(spark, f"{storage}/{FIXPOINTS_DIR}")
+    spark.sql("INSERT INTO e VALUES (3, 4)")
+    row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
+    assert row.mode == "FULL"
+    assert "the stored fixpoint of the recursive CTE r is missing" in row.reason
+    assert_view_matches_query(spark, "walks")
+    # walks from 5 only: the fixpoint changes, the view (walks from 1) does not
+    spark.sql("INSERT INTO e VALUES (5, 6)")
+    before = view_description(spark, "walks")["Storage"]
+    row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
+    assert row.mode == "INCREMENTAL", row.reason
+    assert (row.rows_inserted, row.rows_deleted) == (0, 0)
+    after = view_description(spark, "walks")["Storage"]
+    assert after != before
+    stored = spark.read.parquet(f"{after}/{FIXPOINTS_DIR}/*").collect()
+    assert (5, 6, 1, 0, 1) in [tuple(r) for r in stored]  # c0, c1, c2, level, weight
+    spark.sql("DELETE FROM e WHERE s = 5 OR (s = 1 AND d = 2)")
+    spark.sql("INSERT INTO e VALUES (1, 5)")
+    row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
+    assert row.mode == "INCREMENTAL", row.reason
+    assert_view_matches_query(spark, "walks")
