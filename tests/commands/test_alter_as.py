@@ -128,6 +128,12 @@ def test_aggregates_are_rolled_up_from_the_stored_groups(
         " FROM t WHERE a > -2 GROUP BY a",
         derived=True,
     )
+    # the rolled-up groups are maintained incrementally from there on
+    insert(spark, "t", [*later, (2, 2, "y")])
+    spark.sql("DELETE FROM t WHERE c = 'x'")
+    mode, _ = spark.sql("REFRESH MATERIALIZED VIEW v").collect()[0][:2]
+    assert mode == "INCREMENTAL"
+    assert_view_matches_query(spark, "v")
     alter(spark, "SELECT count(*) AS n, sum(b) AS sb, max(b) AS xb FROM t WHERE a > -2", True)
     # a key the global aggregate never grouped by
     alter(
