@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from sparkmv.analyze.ir import Aggregate, Scan, walk
+from sparkmv.analyze.ir import Aggregate, AggregateCall, Scan, walk
 from sparkmv.delta import aggregate as agg
 from sparkmv.parse.statements import quote_identifier as q
 from sparkmv.stored_columns import COUNT_COLUMN
@@ -337,11 +337,8 @@ def rollup(old: Aggregate, new: Aggregate) -> Rollup | None:
         if agg.counts_values(call):
             return None
         argument = _canonical(call.argument, names_new)
-        kind = call.function if call.function in ("min", "max") else "n"
-        if call.function in ("sum", "avg"):
-            kind = "s"
-        found = states.get((kind, argument or ""))
-        if argument is None or found is None:
+        found = None if argument is None else states.get((_state_kind(call), argument))
+        if found is None:
             return None
         calls.append(found)
     if len(set(keys)) < len(keys):
@@ -364,13 +361,18 @@ def _kept_states(old: Aggregate, names: dict[str, str]) -> dict[tuple[str, str],
         argument = _canonical(call.argument, names) if call.argument is not None else None
         if argument is None or agg.counts_values(call):
             continue
-        if call.function in ("min", "max"):
-            states.setdefault((call.function, argument), index)
-            continue
-        states.setdefault(("n", argument), index)
-        if call.function in ("sum", "avg"):
-            states.setdefault(("s", argument), index)
+        states.setdefault((_state_kind(call), argument), index)
+        if call.function in ("sum", "avg"):  # its count of values serves a COUNT too
+            states.setdefault(("n", argument), index)
     return states
+
+
+def _state_kind(call: AggregateCall) -> str:
+    """The state a (non-DISTINCT) call reads: ``min``/``max`` an extreme, ``s`` a sum with
+    its count (SUM, AVG), ``n`` a count of non-null values (COUNT)."""
+    if call.function in ("min", "max"):
+        return call.function
+    return "s" if call.function in ("sum", "avg") else "n"
 
 
 def _input_columns(node: Aggregate) -> dict[str, str] | None:
