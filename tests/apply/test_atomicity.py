@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import assert_view_matches_query, python_env, read_while, run_crash_step
+from conftest import assert_view_matches_query, read_while, run_crash_step
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
-from sparkmv.faults import CRASH_AT_ENV, CRASH_EXIT_CODE
+from sparkmv.faults import CRASH_EXIT_CODE
 
 
 def snapshot_dirs(spark: SparkSession, db: str, view: str) -> list[str]:
@@ -57,28 +56,27 @@ def test_readers_see_whole_snapshots_during_refreshes(spark: SparkSession, db: s
 
 CRASH_SCRIPT = """
 import sys, sparkmv
+from sparkmv.faults import disarmed
 spark = sparkmv.session(sys.argv[1])
 
 def check():
     print("ROWS", sorted(r.a for r in spark.table("v").collect()))
     info = {r.col_name: r.data_type
             for r in spark.sql("DESCRIBE MATERIALIZED VIEW EXTENDED v").collect()}
-    print("COUNT", info["Refresh Count"])
+    print("COUNT", info["Refresh Count"], flush=True)
 
-step = sys.argv[2]
-if step == "setup":
+def setup():
     spark.sql("CREATE TABLE t (a INT) USING parquet")
     spark.sql("INSERT INTO t VALUES (1), (2)")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM t")
     spark.sql("INSERT INTO t VALUES (3)")
-elif step == "refresh":
-    spark.sql("REFRESH MATERIALIZED VIEW v").collect()
-elif step == "check":
-    check()
-elif step == "check-refresh-check":
-    check()
-    spark.sql("REFRESH MATERIALIZED VIEW v").collect()
-    check()
+
+for action in sys.argv[2].split("+"):  # only a refresh runs with the crash point armed
+    if action == "refresh":
+        spark.sql("REFRESH MATERIALIZED VIEW v").collect()
+    else:
+        with disarmed():
+            {"setup": setup, "check": check}[action]()
 spark.stop()
 """
 
@@ -95,18 +93,13 @@ def test_crash_during_refresh_recovers(tmp_path: Path) -> None:
     Either way the next refresh works and leaves only the current and previous snapshots.
     """
     warehouse = tmp_path / "warehouse"
-    setup = run_step(warehouse, "setup")
-    assert setup.returncode == 0, setup.stderr
-
-    crashed = run_step(warehouse, "refresh", "refresh.before_commit")
+    crashed = run_step(warehouse, "setup+refresh", "refresh.before_commit")
     assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr
-    checked = run_step(warehouse, "check")
-    assert checked.returncode == 0, checked.stderr
-    assert "ROWS [1, 2]\nCOUNT 1" in checked.stdout, checked.stdout
 
-    crashed = run_step(warehouse, "refresh", "refresh.after_commit")
+    crashed = run_step(warehouse, "check+refresh", "refresh.after_commit")
     assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr
-    checked = run_step(warehouse, "check-refresh-check")
+    assert "ROWS [1, 2]\nCOUNT 1" in crashed.stdout, crashed.stdout
+    checked = run_step(warehouse, "check+refresh+check")
     assert checked.returncode == 0, checked.stderr
     assert "ROWS [1, 2, 3]\nCOUNT 2\nROWS [1, 2, 3]\nCOUNT 3" in checked.stdout, checked.stdout
     snapshots = list((warehouse / "_sparkmv" / "default" / "v").iterdir())
@@ -115,18 +108,26 @@ def test_crash_during_refresh_recovers(tmp_path: Path) -> None:
 
 ON_COMMIT_SCRIPT = """
 import sys, sparkmv
+from sparkmv.faults import disarmed
 spark = sparkmv.session(sys.argv[1])
-step = sys.argv[2]
-if step == "setup":
+
+def setup():
     spark.sql("CREATE TABLE t (a INT) USING parquet")
     spark.sql("INSERT INTO t VALUES (1), (2)")
     spark.sql("CREATE MATERIALIZED VIEW v REFRESH ON COMMIT AS SELECT a FROM t")
-elif step.startswith("insert "):
-    spark.sql(f"INSERT INTO t VALUES ({step.split()[1]})")
-info = {r.col_name: r.data_type
-        for r in spark.sql("DESCRIBE MATERIALIZED VIEW EXTENDED v").collect()}
-print("ROWS", sorted(r.a for r in spark.table("v").collect()))
-print("UP TO DATE", info["Up To Date"].split(":")[0])
+
+def report():
+    info = {r.col_name: r.data_type
+            for r in spark.sql("DESCRIBE MATERIALIZED VIEW EXTENDED v").collect()}
+    print("ROWS", sorted(r.a for r in spark.table("v").collect()))
+    print("UP TO DATE", info["Up To Date"].split(":")[0], flush=True)
+
+for action in sys.argv[2].split("+"):  # only an insert runs with the crash point armed
+    if action.startswith("insert "):
+        spark.sql(f"INSERT INTO t VALUES ({action.split()[1]})")
+    else:
+        with disarmed():
+            {"setup": setup, "report": report}[action]()
 spark.stop()
 """
 
@@ -137,23 +138,13 @@ def test_a_crash_between_a_write_and_its_on_commit_refresh(tmp_path: Path) -> No
     warehouse = tmp_path / "warehouse"
 
     def step(name: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-        env = python_env()
-        env.pop(CRASH_AT_ENV, None)
-        if crash_at:
-            env[CRASH_AT_ENV] = crash_at
-        command = [sys.executable, "-c", ON_COMMIT_SCRIPT, str(warehouse), name]
-        return subprocess.run(
-            command, capture_output=True, text=True, env=env, timeout=300, check=False
-        )
+        arguments = ["-c", ON_COMMIT_SCRIPT, str(warehouse), name]
+        return run_crash_step(arguments, crash_at, timeout=300)
 
-    setup = step("setup")
-    assert setup.returncode == 0, setup.stderr
-    assert "ROWS [1, 2]\nUP TO DATE yes" in setup.stdout, setup.stdout
-    crashed = step("insert 3", "on_commit.before_refresh")
+    crashed = step("setup+report+insert 3", "on_commit.before_refresh")
     assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr
-    stale = step("check")
-    assert stale.returncode == 0, stale.stderr
-    assert "ROWS [1, 2]\nUP TO DATE no (stale)" in stale.stdout, stale.stdout
-    caught_up = step("insert 4")
+    assert "ROWS [1, 2]\nUP TO DATE yes" in crashed.stdout, crashed.stdout
+    caught_up = step("report+insert 4+report")
     assert caught_up.returncode == 0, caught_up.stderr
-    assert "ROWS [1, 2, 3, 4]\nUP TO DATE yes" in caught_up.stdout, caught_up.stdout
+    stale, current = "ROWS [1, 2]\nUP TO DATE no (stale)", "ROWS [1, 2, 3, 4]\nUP TO DATE yes"
+    assert f"{stale}\n{current}" in caught_up.stdout, caught_up.stdout

@@ -1,9 +1,10 @@
 """Child-process steps for ``test_row_level_crash.py`` (run as a script, not collected).
 
-``python row_level_crash_steps.py <warehouse> <step>``: step ``setup`` creates the tracked
-table; step ``N`` first checks the outcome of the previous crashed statement (if any), then
-runs statement ``N`` (the crash point comes from ``SPARKMV_CRASH_AT``). The state the check
-needs — the rows and log version before the statement — is kept in ``state.json``.
+``python row_level_crash_steps.py <warehouse> <step>``: step ``setup+N`` creates the
+tracked table (with no crash point armed), then goes on as step ``N``; step ``N`` first checks
+the outcome of the previous crashed statement (if any), then runs statement ``N`` (the crash
+point comes from ``SPARKMV_CRASH_AT``). The state the check needs — the rows and log version
+before the statement — is kept in ``state.json``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import sparkmv
 from sparkmv.capture.tracking import Tracking
 from sparkmv.catalog.views import ViewCatalog
+from sparkmv.faults import disarmed
 from sparkmv.parse.statements import TableName
 from sparkmv.zset import WEIGHT
 
@@ -54,21 +56,22 @@ def main(warehouse: str, step: str) -> None:
     def rows() -> list[Row]:
         return sorted((tuple(r) for r in spark.table("t").collect()), key=repr)  # type: ignore[misc]
 
-    if step == "setup":
-        spark.sql("CREATE TABLE t (k INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
-        spark.sql("INSERT INTO t SELECT id, 'x', IF(id = 9, NULL, id % 3) FROM range(10)")
-        spark.sql("CREATE MATERIALIZED VIEW v AS SELECT p, count(*) AS n FROM t GROUP BY p")
-    else:
-        index, point = int(step.split(":")[0]), step.split(":")[1]
-        previous = json.loads(state_file.read_text()) if state_file.exists() else None
-        if previous is not None:
-            check(spark, tracking, table, previous, rows())
-        log = tracking.state(table).log
-        assert log is not None
-        state = {"rows": rows(), "version": log.current_version(), "index": index, "point": point}
-        state_file.write_text(json.dumps(state))
-        spark.sql(STATEMENTS[index]).collect()
-        print("NOT CRASHED")
+    if step.startswith("setup+"):  # one process sets up and runs the first statement
+        step = step.removeprefix("setup+")
+        with disarmed():
+            spark.sql("CREATE TABLE t (k INT, v STRING, p INT) USING parquet PARTITIONED BY (p)")
+            spark.sql("INSERT INTO t SELECT id, 'x', IF(id = 9, NULL, id % 3) FROM range(10)")
+            spark.sql("CREATE MATERIALIZED VIEW v AS SELECT p, count(*) AS n FROM t GROUP BY p")
+    index, point = int(step.split(":")[0]), step.split(":")[1]
+    previous = json.loads(state_file.read_text()) if state_file.exists() else None
+    if previous is not None:
+        check(spark, tracking, table, previous, rows())
+    log = tracking.state(table).log
+    assert log is not None
+    state = {"rows": rows(), "version": log.current_version(), "index": index, "point": point}
+    state_file.write_text(json.dumps(state))
+    spark.sql(STATEMENTS[index]).collect()
+    print("NOT CRASHED")
     spark.stop()
 
 

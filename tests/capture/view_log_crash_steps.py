@@ -1,10 +1,10 @@
 """Child-process steps for ``test_view_log_crash.py`` (run as a script, not collected).
 
-``python view_log_crash_steps.py <warehouse> <step>``: step ``setup`` creates a table ``t``,
-a view ``u`` over it and a view ``d`` over ``u``; step ``N`` first checks the outcome of the
-previous crashed refresh of ``u`` (if any), then changes ``t`` and refreshes ``u`` (the crash
-point comes from ``SPARKMV_CRASH_AT``, armed only for that refresh); step ``final`` only
-checks.
+``python view_log_crash_steps.py <warehouse> <step>``: step ``setup+0`` creates a table
+``t``, a view ``u`` over it and a view ``d`` over ``u``, then goes on as step ``0``; step ``N``
+first checks the outcome of the previous crashed refresh of ``u`` (if any), then changes ``t``
+and refreshes ``u`` (the crash point comes from ``SPARKMV_CRASH_AT``, armed only for that
+refresh); step ``final`` only checks.
 
 The check: ``d``'s refresh is incremental (the log of ``u`` agrees with ``u``: a prepared
 commit was published or removed, nothing resynchronised) and leaves ``d`` equal to its query
@@ -14,13 +14,12 @@ and ``d`` are refreshed again and both equal their queries.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 
 import sparkmv
 from pyspark.sql import SparkSession
-from sparkmv.faults import CRASH_AT_ENV
+from sparkmv.faults import disarmed
 
 
 def assert_matches_query(spark: SparkSession, view: str) -> None:
@@ -49,23 +48,23 @@ def check(spark: SparkSession) -> None:
 
 def main(warehouse: str, step: str) -> None:
     spark = sparkmv.session(warehouse)
-    if step == "setup":
-        spark.sql("CREATE TABLE t (k INT, v INT) USING parquet")
-        spark.sql("INSERT INTO t SELECT id % 4, id FROM range(12)")
-        spark.sql(
-            "CREATE MATERIALIZED VIEW u REFRESH INCREMENTAL AS SELECT k, v FROM t WHERE v % 3 <> 0"
-        )
-        spark.sql(
-            "CREATE MATERIALIZED VIEW d REFRESH INCREMENTAL AS"
-            " SELECT k, count(*) AS n, sum(v) AS s FROM u GROUP BY k"
-        )
-        return
+    if step.startswith("setup+"):  # one process sets up and runs the first step
+        step = step.removeprefix("setup+")
+        with disarmed():
+            spark.sql("CREATE TABLE t (k INT, v INT) USING parquet")
+            spark.sql("INSERT INTO t SELECT id % 4, id FROM range(12)")
+            spark.sql(
+                "CREATE MATERIALIZED VIEW u REFRESH INCREMENTAL AS"
+                " SELECT k, v FROM t WHERE v % 3 <> 0"
+            )
+            spark.sql(
+                "CREATE MATERIALIZED VIEW d REFRESH INCREMENTAL AS"
+                " SELECT k, count(*) AS n, sum(v) AS s FROM u GROUP BY k"
+            )
     if step != "0":
-        crash_at = os.environ.pop(CRASH_AT_ENV, None)  # the check's refreshes pass the point
-        check(spark)
+        with disarmed():  # the check's refreshes pass the point
+            check(spark)
         print(f"CHECKED before {step}", flush=True)
-        if crash_at is not None:
-            os.environ[CRASH_AT_ENV] = crash_at
     if step == "final":
         print("NOT CRASHED", flush=True)
         return
