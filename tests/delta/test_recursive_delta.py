@@ -28,11 +28,17 @@ QUERY = (
     " SELECT r.s, e.d, r.len + 1 FROM r JOIN e ON r.d = e.s JOIN w ON w.n = e.d"
     " WHERE r.len < 4 AND w.ok) SELECT * FROM r"
 )
+# non-linear: the step reads the recursion twice (path doubling) and both tables, which change
+DOUBLING = (
+    "WITH RECURSIVE r(s, d, len) AS (SELECT s, d, 1 FROM e UNION ALL"
+    " SELECT a.s, e.d, a.len + b.len + 1 FROM r a JOIN r b ON a.d = b.s JOIN e ON b.d = e.s"
+    " JOIN w ON w.n = e.d WHERE a.len < 7 AND w.ok) SELECT * FROM r"
+)
 
 
-def recursive_node() -> Recursive:
+def recursive_node(query: str = QUERY) -> Recursive:
     schema = {"db": {"e": {"s": "INT", "d": "INT"}, "w": {"n": "INT", "ok": "BOOLEAN"}}}
-    tree = qualify(sqlglot.parse_one(QUERY, read="spark"), schema=schema, db="db", dialect="spark")
+    tree = qualify(sqlglot.parse_one(query, read="spark"), schema=schema, db="db", dialect="spark")
     root, _ = RelationalBuilder(TABLES).build(tree)
     return next(node for node in walk(root) if isinstance(node, Recursive))
 
@@ -50,8 +56,9 @@ def fixpoint(spark: SparkSession, node: Recursive, tables: dict[str, BaseState])
         return engine.fixpoints.computed[node.key]
 
 
-def test_stored_fixpoint_plus_change_is_the_new_fixpoint(spark: SparkSession) -> None:
-    node = recursive_node()
+@pytest.mark.parametrize("query", [QUERY, DOUBLING], ids=["linear", "non-linear"])
+def test_stored_fixpoint_plus_change_is_the_new_fixpoint(spark: SparkSession, query: str) -> None:
+    node = recursive_node(query)
     e_old = spark.createDataFrame([(1, 2), (2, 3), (3, 1), (2, 2), (1, 2)], "s INT, d INT")
     w_old = spark.createDataFrame(
         [(1, True), (2, True), (3, True), (4, False)], "n INT, ok BOOLEAN"
@@ -96,12 +103,20 @@ def test_analysis_runs_no_iteration(spark: SparkSession) -> None:
         assert engine.fixpoints == Fixpoints()
 
 
-def test_level_limit_fails_as_spark_does(spark: SparkSession, db: str) -> None:
+@pytest.mark.parametrize(
+    "step",
+    [
+        "SELECT r.s, e.d FROM r JOIN e ON r.d = e.s",
+        "SELECT a.s, b.d FROM r a JOIN r b ON a.d = b.s",
+    ],
+    ids=["linear", "non-linear"],
+)
+def test_level_limit_fails_as_spark_does(spark: SparkSession, db: str, step: str) -> None:
     spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
     spark.sql("INSERT INTO e VALUES (1, 2), (2, 3)")
     query = (
-        "WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL"
-        " SELECT r.s, e.d FROM r JOIN e ON r.d = e.s) SELECT DISTINCT s, d FROM r"
+        f"WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL {step})"
+        " SELECT DISTINCT s, d FROM r"
     )
     spark.conf.set("spark.sql.cteRecursionLevelLimit", "5")
     try:
