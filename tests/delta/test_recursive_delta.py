@@ -1,7 +1,7 @@
 """The recursive CTE's delta rule (``delta/recursive.py``) on DataFrames, without storage:
 ``R_old + ΔR`` equals the fixpoint computed afresh over the new tables, level by level, for
 a step that joins two changing tables; the stored state, the level limit and what a view
-stores (``apply/fixpoints.py``)."""
+stores (``apply/fixpoints.py``), also after ``ALTER ... AS``."""
 
 from __future__ import annotations
 
@@ -170,6 +170,40 @@ def test_a_missing_fixpoint_makes_the_refresh_full_then_incremental_again(
     assert (5, 6, 1, 0, 1) in [tuple(r) for r in stored]  # c0, c1, c2, level, weight
     spark.sql("DELETE FROM e WHERE s = 5 OR (s = 1 AND d = 2)")
     spark.sql("INSERT INTO e VALUES (1, 5)")
+    row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
+    assert row.mode == "INCREMENTAL", row.reason
+    assert_view_matches_query(spark, "walks")
+
+
+@pytest.mark.parametrize(
+    ("altered", "mode"),
+    [
+        # the old rows filtered: derived from them (counted as incremental), not computed
+        ("SELECT s, d, k FROM r WHERE s = 1", "INCREMENTAL"),
+        ("SELECT s, COUNT(*) AS walks FROM r GROUP BY s", "FULL"),  # computed afresh
+    ],
+    ids=["derived", "computed"],
+)
+def test_alter_as_stores_the_fixpoint(
+    spark: SparkSession, db: str, altered: str, mode: str
+) -> None:
+    """``ALTER ... AS`` of a recursive view stores the new definition's fixpoint with its
+    snapshot, whether its rows are derived from the old ones or computed: the next refresh
+    is incremental."""
+    cte = (
+        "WITH RECURSIVE r(s, d, k) AS (SELECT s, d, 1 FROM e UNION ALL"
+        " SELECT r.s, e.d, r.k + 1 FROM r JOIN e ON r.d = e.s WHERE r.k < 3)"
+    )
+    spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
+    spark.sql("INSERT INTO e VALUES (1, 2), (2, 3), (1, 3), (3, 1)")
+    spark.sql(f"CREATE MATERIALIZED VIEW walks AS {cte} SELECT s, d, k FROM r")
+    spark.sql(f"ALTER MATERIALIZED VIEW walks AS {cte} {altered}")
+    assert_view_matches_query(spark, "walks")
+    described = view_description(spark, "walks")
+    assert described["Last Refresh Mode"] == mode
+    assert fs.exists(spark, f"{described['Storage']}/{FIXPOINTS_DIR}")
+    spark.sql("INSERT INTO e VALUES (2, 1)")
+    spark.sql("DELETE FROM e WHERE s = 1 AND d = 3")
     row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
     assert row.mode == "INCREMENTAL", row.reason
     assert_view_matches_query(spark, "walks")
