@@ -1,7 +1,7 @@
 """The recursive CTE's delta rule (``delta/recursive.py``) on DataFrames, without storage:
 ``R_old + ΔR`` equals the fixpoint computed afresh over the new tables, level by level, for
 a step that joins two changing tables; the stored state, the level limit and what a view
-stores (``apply/fixpoints.py``)."""
+stores (``apply/fixpoints.py``), also after ``ALTER ... AS``."""
 
 from __future__ import annotations
 
@@ -28,11 +28,17 @@ QUERY = (
     " SELECT r.s, e.d, r.len + 1 FROM r JOIN e ON r.d = e.s JOIN w ON w.n = e.d"
     " WHERE r.len < 4 AND w.ok) SELECT * FROM r"
 )
+# non-linear: the step reads the recursion twice (path doubling) and both tables, which change
+DOUBLING = (
+    "WITH RECURSIVE r(s, d, len) AS (SELECT s, d, 1 FROM e UNION ALL"
+    " SELECT a.s, e.d, a.len + b.len + 1 FROM r a JOIN r b ON a.d = b.s JOIN e ON b.d = e.s"
+    " JOIN w ON w.n = e.d WHERE a.len < 7 AND w.ok) SELECT * FROM r"
+)
 
 
-def recursive_node() -> Recursive:
+def recursive_node(query: str = QUERY) -> Recursive:
     schema = {"db": {"e": {"s": "INT", "d": "INT"}, "w": {"n": "INT", "ok": "BOOLEAN"}}}
-    tree = qualify(sqlglot.parse_one(QUERY, read="spark"), schema=schema, db="db", dialect="spark")
+    tree = qualify(sqlglot.parse_one(query, read="spark"), schema=schema, db="db", dialect="spark")
     root, _ = RelationalBuilder(TABLES).build(tree)
     return next(node for node in walk(root) if isinstance(node, Recursive))
 
@@ -50,8 +56,9 @@ def fixpoint(spark: SparkSession, node: Recursive, tables: dict[str, BaseState])
         return engine.fixpoints.computed[node.key]
 
 
-def test_stored_fixpoint_plus_change_is_the_new_fixpoint(spark: SparkSession) -> None:
-    node = recursive_node()
+@pytest.mark.parametrize("query", [QUERY, DOUBLING], ids=["linear", "non-linear"])
+def test_stored_fixpoint_plus_change_is_the_new_fixpoint(spark: SparkSession, query: str) -> None:
+    node = recursive_node(query)
     e_old = spark.createDataFrame([(1, 2), (2, 3), (3, 1), (2, 2), (1, 2)], "s INT, d INT")
     w_old = spark.createDataFrame(
         [(1, True), (2, True), (3, True), (4, False)], "n INT, ok BOOLEAN"
@@ -96,12 +103,20 @@ def test_analysis_runs_no_iteration(spark: SparkSession) -> None:
         assert engine.fixpoints == Fixpoints()
 
 
-def test_level_limit_fails_as_spark_does(spark: SparkSession, db: str) -> None:
+@pytest.mark.parametrize(
+    "step",
+    [
+        "SELECT r.s, e.d FROM r JOIN e ON r.d = e.s",
+        "SELECT a.s, b.d FROM r a JOIN r b ON a.d = b.s",
+    ],
+    ids=["linear", "non-linear"],
+)
+def test_level_limit_fails_as_spark_does(spark: SparkSession, db: str, step: str) -> None:
     spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
     spark.sql("INSERT INTO e VALUES (1, 2), (2, 3)")
     query = (
-        "WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL"
-        " SELECT r.s, e.d FROM r JOIN e ON r.d = e.s) SELECT DISTINCT s, d FROM r"
+        f"WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL {step})"
+        " SELECT DISTINCT s, d FROM r"
     )
     spark.conf.set("spark.sql.cteRecursionLevelLimit", "5")
     try:
@@ -155,6 +170,40 @@ def test_a_missing_fixpoint_makes_the_refresh_full_then_incremental_again(
     assert (5, 6, 1, 0, 1) in [tuple(r) for r in stored]  # c0, c1, c2, level, weight
     spark.sql("DELETE FROM e WHERE s = 5 OR (s = 1 AND d = 2)")
     spark.sql("INSERT INTO e VALUES (1, 5)")
+    row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
+    assert row.mode == "INCREMENTAL", row.reason
+    assert_view_matches_query(spark, "walks")
+
+
+@pytest.mark.parametrize(
+    ("altered", "mode"),
+    [
+        # the old rows filtered: derived from them (counted as incremental), not computed
+        ("SELECT s, d, k FROM r WHERE s = 1", "INCREMENTAL"),
+        ("SELECT s, COUNT(*) AS walks FROM r GROUP BY s", "FULL"),  # computed afresh
+    ],
+    ids=["derived", "computed"],
+)
+def test_alter_as_stores_the_fixpoint(
+    spark: SparkSession, db: str, altered: str, mode: str
+) -> None:
+    """``ALTER ... AS`` of a recursive view stores the new definition's fixpoint with its
+    snapshot, whether its rows are derived from the old ones or computed: the next refresh
+    is incremental."""
+    cte = (
+        "WITH RECURSIVE r(s, d, k) AS (SELECT s, d, 1 FROM e UNION ALL"
+        " SELECT r.s, e.d, r.k + 1 FROM r JOIN e ON r.d = e.s WHERE r.k < 3)"
+    )
+    spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
+    spark.sql("INSERT INTO e VALUES (1, 2), (2, 3), (1, 3), (3, 1)")
+    spark.sql(f"CREATE MATERIALIZED VIEW walks AS {cte} SELECT s, d, k FROM r")
+    spark.sql(f"ALTER MATERIALIZED VIEW walks AS {cte} {altered}")
+    assert_view_matches_query(spark, "walks")
+    described = view_description(spark, "walks")
+    assert described["Last Refresh Mode"] == mode
+    assert fs.exists(spark, f"{described['Storage']}/{FIXPOINTS_DIR}")
+    spark.sql("INSERT INTO e VALUES (2, 1)")
+    spark.sql("DELETE FROM e WHERE s = 1 AND d = 3")
     row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
     assert row.mode == "INCREMENTAL", row.reason
     assert_view_matches_query(spark, "walks")

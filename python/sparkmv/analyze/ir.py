@@ -166,10 +166,12 @@ class Replicate:
 
 @dataclass(frozen=True, eq=False)
 class RecursiveRef:
-    """The recursive CTE's reference to itself inside its step (``Recursive``): a leaf whose
-    value is whatever the delta engine binds it to (``DeltaEngine.bound``): the previous
-    iteration's rows, the stored fixpoint, or a frontier of its change. ``anchor`` is the
-    CTE's anchor (not a child: it only gives the reference its column types)."""
+    """One reference of a recursive CTE to itself inside its step (``Recursive``): a leaf
+    whose value is whatever the delta engine binds it to (``DeltaEngine.bound``): the
+    previous iteration's rows, the stored fixpoint, or a frontier of its change. A step that
+    reads the CTE n times has n of these, each with its own output names (its last output
+    is the level of its rows). ``anchor`` is the CTE's anchor (not a child: it only gives
+    the reference its column types)."""
 
     name: str  # the CTE's name (for EXPLAIN)
     outputs: tuple[str, ...]
@@ -178,18 +180,29 @@ class RecursiveRef:
 
 @dataclass(frozen=True, eq=False)
 class Recursive:
-    """``μr. anchor ⊎ step(r)``: a recursive CTE with ``UNION ALL`` (bag semantics) whose
-    ``step`` reads ``ref`` exactly once, linearly (``delta/recursive.py``): Spark's
-    iteration ``R_0 = anchor``, ``R_{i+1} = step(R_i)``, value ``Σ_i R_i``. ``key`` names
-    its stored fixpoint among the view's (``r0``, ``r1``, …); ``limit`` is the recursion
-    level limit written in the query (``MAX RECURSION LEVEL``), None: the session's."""
+    """``μr. anchor ⊎ step(r, …, r)``: a recursive CTE with ``UNION ALL`` (bag semantics)
+    whose ``step`` reads it through ``refs`` (one or more), multilinearly: a sum of joins
+    that each read every reference at most once (``delta/recursive.py``). Spark's
+    iteration: ``R_0 = anchor``, ``R_{i+1} = step(R_i, …, R_i)`` (every reference reads the
+    previous level only), value ``Σ_i R_i``; the step joins its references on their level.
+    ``terms[i]`` is the step without the ``UNION ALL`` inputs that do not read ``refs[i]``
+    (``monomials_reading``): the part of the step whose change ``refs[i]``'s change makes.
+    ``key`` names its stored fixpoint among the view's (``r0``, ``r1``, …); ``limit`` is the
+    recursion level limit written in the query (``MAX RECURSION LEVEL``), None: the
+    session's."""
 
     anchor: Node
     step: Node
-    ref: RecursiveRef
+    refs: tuple[RecursiveRef, ...]
     outputs: tuple[str, ...]
     key: str
+    terms: tuple[Node, ...]
     limit: int | None = None
+
+    @property
+    def ref(self) -> RecursiveRef:
+        """The first reference: its output names name the fixpoint's columns in the rules."""
+        return self.refs[0]
 
 
 Node = (
@@ -295,7 +308,8 @@ def passed_columns(root: Node, skipped: frozenset[int] = frozenset()) -> set[str
             read = expressions(node)
         needed |= {column.name for expression in read for column in expression.find_all(exp.Column)}
         if isinstance(node, Recursive):  # every column feeds the next iteration
-            needed |= {*node.anchor.outputs, *node.step.outputs, *node.ref.outputs}
+            needed |= {*node.anchor.outputs, *node.step.outputs}
+            needed |= {name for ref in node.refs for name in ref.outputs}
         if isinstance(node, UnionAll):
             for child in node.children:
                 positions = zip(child.outputs, node.outputs, strict=True)
@@ -343,3 +357,47 @@ def _parents_first(root: Node) -> list[Node]:
 
     visit(root)
     return order[::-1]
+
+
+def monomials_reading(node: Node, ref: RecursiveRef) -> Node:
+    """``node`` (a recursive CTE's step, multilinear in its references) without the terms
+    that do not read ``ref``: every ``UNION ALL`` on a path to ``ref`` keeps its inputs that
+    read ``ref`` and has the others emptied (``σ_false``: the union's column types stay
+    those Spark widens to). A join reading ``ref`` in one input multiplies the whole of the
+    others, so they are kept. With ``f = Σ_m m`` the step's monomials, this is ``Σ`` of
+    those reading ``ref``: what ``f(…, Δ, …)`` (Δ in ``ref``'s place) must sum, as the
+    monomials not reading ``ref`` do not change with it."""
+    return _reading(node, ref, {})
+
+
+def _reading(node: Node, ref: RecursiveRef, done: dict[int, Node]) -> Node:
+    known = done.get(id(node))
+    if known is not None:
+        return known
+    result: Node
+    if node is ref or not _reads(node, ref):
+        result = node
+    elif isinstance(node, UnionAll):
+        result = UnionAll(
+            tuple(
+                _reading(child, ref, done) if _reads(child, ref) else Filter(child, exp.false())
+                for child in node.children
+            ),
+            node.outputs,
+        )
+    elif isinstance(node, Join):
+        result = Join(tuple(_reading(c, ref, done) for c in node.inputs), node.condition)
+    elif isinstance(node, Filter):
+        result = Filter(_reading(node.child, ref, done), node.predicate)
+    elif isinstance(node, Project):
+        result = Project(_reading(node.child, ref, done), node.expressions, node.outputs)
+    elif isinstance(node, Negate):
+        result = Negate(_reading(node.child, ref, done))
+    else:  # the builder admits no other operator above a reference
+        raise AssertionError(f"{type(node).__name__} above a recursive reference")
+    done[id(node)] = result
+    return result
+
+
+def _reads(node: Node, ref: RecursiveRef) -> bool:
+    return any(below is ref for below in walk(node))

@@ -22,12 +22,13 @@ becomes a tree of
 
 - ``Recursive`` (``WITH RECURSIVE r AS (anchor UNION ALL step)``, ``_recursive_cte``): the
   branches of the ``UNION ALL`` chain that do not read ``r`` are the anchor, the others the
-  step, in which ``r`` is a ``RecursiveRef`` leaf. The step must read ``r`` once, linearly
-  (``_degree``: only filters, projections, joins with inputs that do not read it, ``Negate``
-  and ``UNION ALL`` of such terms above it), and carries the level of each row (the
-  reference's last column, ``+ 1`` at the step's top: ``_leveled``); ``delta/recursive.py``
-  maintains it over its stored fixpoint. Non-linear steps, the reference under DISTINCT,
-  GROUP BY or a window, and ``UNION`` (set) are refused.
+  step, in which each reference to ``r`` is a ``RecursiveRef`` leaf of its own. The step
+  must be multilinear in them (``_references``: only filters, projections, joins (each
+  reading a reference at most once), ``Negate`` and ``UNION ALL`` of such terms above
+  them), and carries the level of each row (a reference's last column, the references of
+  one join joined on equal levels, ``+ 1`` at the step's top: ``_leveled``);
+  ``delta/recursive.py`` maintains it over its stored fixpoint. The reference under
+  DISTINCT, GROUP BY or a window, and ``UNION`` (set) are refused.
 
 Subqueries in ``FROM`` and non-recursive ``WITH`` are inlined (each reference to a CTE is
 its own subtree; each reference to a recursive CTE outside it its own ``Recursive`` node).
@@ -99,6 +100,7 @@ from sparkmv.analyze.ir import (
     Window,
     children,
     expressions,
+    monomials_reading,
     read_columns,
     scanned_tables,
     walk,
@@ -185,32 +187,55 @@ def _union_all_branches(body: exp.Expr) -> list[exp.Expr]:
     return _union_all_branches(body.this) + _union_all_branches(body.expression)
 
 
-def _degree(node: Node, ref: RecursiveRef) -> int:
-    """How many times ``node`` reads ``ref`` along a linear path (0: not at all): a filter,
-    projection, ``Negate`` or join passes its inputs' reads on (a join of two that read it
-    reads it twice: not linear), a ``UNION ALL`` reads it as much as its most reading
-    input (a sum of linear terms is linear). Any other operator above ``ref`` (DISTINCT,
-    GROUP BY, a window, a nested recursion) is not linear in it: refused."""
-    if node is ref:
-        return 1
-    degrees = [_degree(child, ref) for child in children(node)]
-    if not any(degrees):
-        return 0
+def _references(node: Node, refs: set[int], name: str) -> set[int]:
+    """The references (ids, of ``refs``: a recursive CTE's, named ``name``) that ``node``
+    reads, checking that it is multilinear in them — a sum of products, each reading a
+    reference at most once: a filter, projection or ``Negate`` passes its input's on, a
+    join the union of its inputs' (disjoint: a join of two inputs sharing a reference, as a
+    rewritten subquery can be, reads it twice in one product), a ``UNION ALL`` its inputs'
+    (each must read one: ``step(∅) ≠ ∅`` would add that input's rows at every level). Any
+    other operator above a reference (DISTINCT, GROUP BY, a window, a nested recursion) is
+    refused."""
+    if isinstance(node, RecursiveRef) and id(node) in refs:
+        return {id(node)}
+    reads = [_references(child, refs, name) for child in children(node)]
+    if not any(reads):
+        return set()
+    read = set().union(*reads)
     if isinstance(node, UnionAll):
-        if min(degrees) == 0:  # step(∅) ≠ ∅: that input would add its rows at every level
+        if not all(reads):
             raise NotMaintainableError(
-                f"a UNION ALL in the step of {ref.name} with an input that does not read it"
+                f"a UNION ALL in the step of {name} with an input that does not read it"
             )
-        return max(degrees)
-    if isinstance(node, (Filter, Project, Negate, Join)):
-        return sum(degrees)
+        return read
+    if isinstance(node, Join):
+        if sum(len(r) for r in reads) != len(read):
+            raise NotMaintainableError(
+                f"a join in the step of {name} whose inputs read the same reference to {name}"
+                f" (the step is not multilinear in the references to {name})"
+            )
+        return read
+    if isinstance(node, (Filter, Project, Negate)):
+        return read
     operator = {Distinct: "DISTINCT", Aggregate: "GROUP BY", Window: "a window function"}.get(
         type(node), type(node).__name__
     )
     raise NotMaintainableError(
-        f"the recursive reference {ref.name} under {operator} in the step (the step is not"
-        f" linear in {ref.name})"
+        f"the recursive reference {name} under {operator} in the step (sparkmv maintains"
+        f" steps that are unions of joins, filters and projections of the references to"
+        f" {name}: multilinear in them)"
     )
+
+
+@dataclass
+class _Building:
+    """A recursive CTE whose step is being built: its name, column names and anchor, and
+    the references to it met so far (one ``RecursiveRef`` per occurrence)."""
+
+    name: str
+    columns: list[str]
+    anchor: Node
+    refs: list[RecursiveRef] = field(default_factory=list)
 
 
 @dataclass
@@ -233,7 +258,7 @@ class RelationalBuilder:
     # The bodies of the recursive CTEs in scope (by id), with their names; and those whose
     # step is being built, with their reference and column names.
     _recursive: dict[int, str] = field(default_factory=dict)
-    _building: dict[int, tuple[RecursiveRef, list[str]]] = field(default_factory=dict)
+    _building: dict[int, _Building] = field(default_factory=dict)
     _fixpoints: Iterator[int] = field(default_factory=itertools.count)
 
     def build(self, tree: exp.Expr) -> tuple[Node, list[str]]:
@@ -275,9 +300,11 @@ class RelationalBuilder:
         node, ``μr. anchor ⊎ step(r)``. Only ``UNION ALL`` of branches that do not read the
         CTE (the anchor) and branches that read it once, linearly (the step) is taken."""
         building = self._building.get(id(body))
-        if building is not None:
-            ref, names = building  # its last output is the level, not a column of the CTE
-            return _Relation(ref, dict(zip(names, ref.outputs[:-1], strict=True)))
+        if building is not None:  # one more reference: its own names, its level last
+            outputs = tuple(self._fresh() for _ in range(len(building.anchor.outputs) + 1))
+            ref = RecursiveRef(building.name, outputs, building.anchor)
+            building.refs.append(ref)
+            return _Relation(ref, dict(zip(building.columns, outputs[:-1], strict=True)))
         name = self._recursive[id(body)]
         branches = _union_all_branches(body)
         anchors = [branch for branch in branches if not _reads_table(branch, name)]
@@ -290,23 +317,18 @@ class RelationalBuilder:
         )
         if listed:
             names = [column.name.lower() for column in listed]
-        level = [self._fresh()]  # the level of a row: Spark's iteration that made it
-        outputs = tuple(self._fresh() for _ in anchor.outputs)
-        ref = RecursiveRef(name, (*outputs, *level), anchor)
-        self._building[id(body)] = (ref, names)
+        building = _Building(name, names, anchor)
+        self._building[id(body)] = building
         try:
             step, _ = self._branches(steps, ctes)
         finally:
             del self._building[id(body)]
         if len(step.outputs) != len(anchor.outputs):
             raise NotMaintainableError(f"a recursive CTE ({name}) whose step has other columns")
-        if _degree(step, ref) != 1:
-            raise NotMaintainableError(
-                f"non-linear recursion (the step of {name} reads {name} more than once; Spark"
-                " computes each level from the previous level's rows alone, which needs"
-                " per-level state)"
-            )
-        leveled, next_level = self._leveled(step, ref, {})
+        refs = tuple(building.refs)
+        if not _references(step, {id(ref) for ref in refs}, name):
+            raise NotMaintainableError(f"a recursive CTE ({name}) whose step does not read it")
+        leveled, next_level = self._leveled(step, refs, {})
         one = exp.Literal.number(1)
         columns = (
             *(exp.column(c, quoted=True) for c in step.outputs),
@@ -314,50 +336,70 @@ class RelationalBuilder:
         )
         step = Project(leveled, columns, tuple(self._fresh() for _ in columns))
         outputs = tuple(self._fresh() for _ in anchor.outputs)
-        node = Recursive(anchor, step, ref, outputs, f"r{next(self._fixpoints)}")
+        terms = tuple(monomials_reading(step, ref) for ref in refs)
+        node = Recursive(anchor, step, refs, outputs, f"r{next(self._fixpoints)}", terms)
         return _Relation(node, dict(zip(names, outputs, strict=True)))
 
     def _leveled(
-        self, node: Node, ref: RecursiveRef, done: dict[int, tuple[Node, str]]
+        self, node: Node, refs: tuple[RecursiveRef, ...], done: dict[int, tuple[Node, str]]
     ) -> tuple[Node, str]:
-        """``node`` (a step, linear in ``ref``: ``_degree``) passing on the level of the
-        ``ref`` row each of its rows comes from (``ref``'s last output, which the step's own
-        select list drops), and that column's name: a projection on the path from ``ref``
-        keeps it as a column of its own, a ``UNION ALL`` at the end of each input."""
+        """``node`` (a step, multilinear in ``refs``: ``_references``) passing on the level
+        of the reference rows each of its rows comes from (a reference's last output, which
+        the step's own select list drops), and that column's name: a projection on the path
+        from a reference keeps it as a column of its own, a ``UNION ALL`` at the end of
+        each input, and a join of several inputs that read references joins them on their
+        levels too — Spark's step reads every reference at the same (the previous)
+        level."""
         known = done.get(id(node))
         if known is not None:
             return known
         result: tuple[Node, str]
-        if node is ref:
-            result = (ref, ref.outputs[-1])
+        if isinstance(node, RecursiveRef) and node in refs:
+            result = (node, node.outputs[-1])
         elif isinstance(node, Filter):
-            child, level = self._leveled(node.child, ref, done)
+            child, level = self._leveled(node.child, refs, done)
             result = (Filter(child, node.predicate), level)
         elif isinstance(node, Negate):
-            child, level = self._leveled(node.child, ref, done)
+            child, level = self._leveled(node.child, refs, done)
             result = (Negate(child), level)
         elif isinstance(node, Join):
-            inputs = list(node.inputs)
-            index = next(i for i, child in enumerate(inputs) if _degree(child, ref))
-            inputs[index], level = self._leveled(inputs[index], ref, done)
-            result = (Join(tuple(inputs), node.condition), level)
+            result = self._leveled_join(node, refs, done)
         elif isinstance(node, Project):
-            child, level = self._leveled(node.child, ref, done)
+            child, level = self._leveled(node.child, refs, done)
             output = self._fresh()
             column = exp.column(level, quoted=True)
             result = (Project(child, (*node.expressions, column), (*node.outputs, output)), output)
         elif isinstance(node, UnionAll):
             branches: list[Node] = []
             for branch in node.children:
-                leveled, level = self._leveled(branch, ref, done)
+                leveled, level = self._leveled(branch, refs, done)
                 columns = tuple(exp.column(c, quoted=True) for c in (*branch.outputs, level))
                 branches.append(Project(leveled, columns, tuple(self._fresh() for _ in columns)))
             output = self._fresh()
             result = (UnionAll(tuple(branches), (*node.outputs, output)), output)
-        else:  # ``_degree`` admits no other operator above the reference
+        else:  # ``_references`` admits no other operator above a reference
             raise AssertionError(f"{type(node).__name__} above a recursive reference")
         done[id(node)] = result
         return result
+
+    def _leveled_join(
+        self, node: Join, refs: tuple[RecursiveRef, ...], done: dict[int, tuple[Node, str]]
+    ) -> tuple[Node, str]:
+        """A join in the step, leveled: its inputs that read references leveled and joined
+        on equal levels (``l_1 = l_2 ∧ l_1 = l_3 …``); the first one's level passed on."""
+        inputs = list(node.inputs)
+        levels = []
+        for index, child in enumerate(inputs):
+            if any(below in refs for below in walk(child) if isinstance(below, RecursiveRef)):
+                inputs[index], level = self._leveled(child, refs, done)
+                levels.append(level)
+        condition = node.condition
+        for other in levels[1:]:
+            same = exp.EQ(
+                this=exp.column(levels[0], quoted=True), expression=exp.column(other, quoted=True)
+            )
+            condition = same if condition is None else exp.and_(condition, same)
+        return Join(tuple(inputs), condition), levels[0]
 
     def _branches(
         self, branches: list[exp.Expr], ctes: dict[str, exp.Expr]

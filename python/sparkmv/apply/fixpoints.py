@@ -8,7 +8,8 @@ before the commit that publishes the snapshot, so the view's rows and the fixpoi
 derived with are committed together (a crash before the commit leaves an unreferenced
 snapshot, removed by a later refresh).
 ``<query>`` is a hash of the view's query and database: a snapshot written for another
-definition (``ALTER ... AS``) holds no fixpoint of this one, and a fixpoint missing makes
+definition holds no fixpoint of this one (``ALTER ... AS`` writes the new definition's with
+its snapshot, even when it derives the rows from the old ones), and a fixpoint missing makes
 the next refresh FULL, which writes it.
 """
 

@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.query import ParsedQuery, parse_query, query_dataframe
 from sparkmv.apply import snapshot
-from sparkmv.apply.fixpoints import fixpoint_writer, query_hash
+from sparkmv.apply.fixpoints import fixpoint_writer, query_hash, recursive_nodes
 from sparkmv.apply.materialize import (
     ViewDefinition,
     create_catalog_view,
@@ -29,7 +29,7 @@ from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.dependencies import check_no_cycle
 from sparkmv.commands.on_commit import check_immediate, mark_immediate
 from sparkmv.config import STORAGE_BUCKETS_CONF
-from sparkmv.delta.engine import BaseState
+from sparkmv.delta.engine import BaseState, Version
 from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
@@ -159,10 +159,16 @@ def execute_create(
     if derived is not None:
         data = derived.rows
     state = None
-    if derived is None and layout.buckets:  # read the tables at the logged versions
+    recursive = recursive_nodes(plan.maintainability.root)
+    if layout.buckets and (derived is None or recursive):  # the tables at the logged versions
         states = {b.name: BaseState(b.rows(context.spark)) for b in bases}
         with delta_engine(context.spark, states) as engine:  # through the delta rules
-            data = stored_rows(plan.maintainability, engine)
+            if derived is None:
+                data = stored_rows(plan.maintainability, engine)
+            # The fixpoints, computed while the engine's temporary views exist (rows derived
+            # from the old contents computed none; the next refresh needs them).
+            for node in recursive:
+                engine.value(node, Version.NEW)
             query = query_hash(plan.query.text, plan.database)
             step = f"CREATE MATERIALIZED VIEW {plan.name}"
             state = fixpoint_writer(engine, plan.maintainability.root, query, step)

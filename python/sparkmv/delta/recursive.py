@@ -1,13 +1,17 @@
-"""Recursive CTEs ``μr. A ⊎ step(r)`` (``ir.Recursive``, ``WITH RECURSIVE`` with ``UNION
-ALL``): the fixpoint, stored with the view, and its change by semi-naive iteration.
+"""Recursive CTEs ``μr. A ⊎ step(r, …, r)`` (``ir.Recursive``, ``WITH RECURSIVE`` with
+``UNION ALL``): the fixpoint, stored with the view, and its change by semi-naive iteration.
 
-Spark's semantics: ``R_0 = A``, ``R_{i+1} = step(R_i)``, value ``R = Σ_i R_i`` (a bag); it
-fails when level ``L`` (``spark.sql.cteRecursionLevelLimit``, 100) is not empty or when
-``Σ_i |R_i|`` reaches ``spark.sql.cteRecursionRowLimit`` (1,000,000). The builder admits
-only steps that read ``r`` once, linearly (``relational._degree``): filters, projections,
-joins with other inputs, ``UNION ALL`` of such terms. Each row carries its level ``i`` (the
-reference's last column; the step adds 1), so the state is ``R`` as a Z-set over
-``(columns, level)``: exactly Spark's per-level result, consolidated.
+Spark's semantics: ``R_0 = A``, ``R_{i+1} = step(R_i, …, R_i)`` — every reference to ``r``
+in the step reads the previous level only, however many there are — value ``R = Σ_i R_i``
+(a bag); it fails when level ``L`` (``spark.sql.cteRecursionLevelLimit``, 100) is not empty
+or when ``Σ_i |R_i|`` reaches ``spark.sql.cteRecursionRowLimit`` (1,000,000). The builder
+admits steps multilinear in their references ``r_1 … r_n`` (``relational._references``):
+unions of joins, filters and projections, each join reading a reference at most once. Each
+row carries its level ``i`` (a reference's last column; the references of one join are
+joined on equal levels; the step adds 1), so the state is ``R`` as a Z-set over
+``(columns, level)``: exactly Spark's per-level result, consolidated. Write ``f(X_1, …,
+X_n)`` for the step over that levelled relation, each ``X_j`` in ``r_j``'s place: it is
+multilinear, and ``R = A + f(R, …, R)`` (the level join makes every term read one level).
 
 value (``evaluate``): as of NEW with no stored fixpoint (CREATE, a full refresh), Spark's
         iteration, each level consolidated (duplicate walks become one row of their
@@ -15,23 +19,31 @@ value (``evaluate``): as of NEW with no stored fixpoint (CREATE, a full refresh)
         fixpoint. As of NEW in an incremental refresh: ``R_old + ΔR``. Both check Spark's
         row limit on ``Σ`` of the weights (one small job).
 
-delta:  ``step`` is linear in ``r``, so ``R = A + step(R)`` and, with the base tables
-        changing from ``E_old`` to ``E_new``,
+delta:  with the base tables changing from ``E_old`` to ``E_new``,
 
-            ``ΔR = ΔA + step(R_new; E_new) − step(R_old; E_old)
-                 = ΔA + [step(R_old; E_new) − step(R_old; E_old)] + step(ΔR; E_new)``
+            ``ΔR = ΔA + f(R_new; E_new) − f(R_old; E_old)
+                 = ΔA + [f(R_old; E_new) − f(R_old; E_old)] + [f(R_new; E_new) − f(R_old; E_new)]``
 
-        i.e. ``ΔR = Σ_k G_k`` with ``G_0 = ΔA + Δ_E step(R_old)`` — the change of the step
-        with ``r`` held at the stored fixpoint, which the other rules derive (a step joining
-        several changed tables gets the join rule's terms) — and ``G_{k+1} = step(G_k;
-        E_new)``: semi-naive iteration seeded by the change, over all levels at once, until
-        ``G_k`` is empty after consolidation. Deletions are negative weights. Counting is
-        exact here (no DRed needed): a row's multiplicity in a ``UNION ALL`` recursion *is*
-        its number of derivations (walks), every derivation is finite (the level limit),
-        and the algebra above is an identity of Z-sets. A row at level ``≥ L`` in ``G_k``
-        is a row of ``R_new`` at that level (``R_old`` has none), so Spark's query over the
-        new tables fails; the refresh raises the same error. ``G_k`` holds levels ``≥ k``,
-        so the loop ends within ``L`` iterations.
+        i.e. ``ΔR = Σ_k G_k`` with ``G_0 = ΔA + Δ_E f(R_old)`` — the change of the step
+        with every reference held at the stored fixpoint, which the other rules derive (a
+        step joining several changed tables gets the join rule's terms) — and, over
+        ``E_new``, ``G_{k+1} = f(R_k + G_k) − f(R_k)`` with ``R_k = R_old + G_0 + … +
+        G_{k−1}``: semi-naive iteration seeded by the change, over all levels at once,
+        until ``G_k`` is empty after consolidation. Multilinearity telescopes the
+        difference (``N = R_k + G_k``, ``O = R_k``, ``Δ = G_k``)::
+
+            f(N, …, N) − f(O, …, O) = Σ_i f_i(N_1, …, N_{i−1}, Δ_i, O_{i+1}, …, O_n)
+
+        ``f_i`` the monomials of ``f`` that read ``r_i`` (``Recursive.terms``; the others do
+        not change with ``X_i``). One reference (a linear step): ``G_{k+1} = f(G_k)``, and
+        ``R_k`` is not read. Deletions are negative weights. Counting is exact here (no
+        DRed needed): a row's multiplicity in a ``UNION ALL`` recursion *is* its number of
+        derivations, every derivation is finite (the level limit), and the algebra above is
+        an identity of Z-sets. Every term of ``G_{k+1}`` reads ``G_k`` at the level of its
+        rows, so ``G_k`` holds levels ``≥ k``, and the loop ends within ``L`` iterations. A
+        row at level ``≥ L`` in ``G_k`` is a row of ``R_new`` at that level (``R_old`` has
+        none), so Spark's query over the new tables fails; the refresh raises the same
+        error.
 
 Each level or ``G_k`` is one job that computes and consolidates it (``localCheckpoint``)
 and one that finds whether it is empty and its highest level (``frontier``).
@@ -41,7 +53,7 @@ from __future__ import annotations
 
 from pyspark.sql import functions as F
 
-from sparkmv.analyze.ir import NotMaintainableError, Recursive, RecursiveRef
+from sparkmv.analyze.ir import Node, NotMaintainableError, Recursive, RecursiveRef
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_sql, renamed
 from sparkmv.errors import ErrorClass, SparkMvError
@@ -144,14 +156,55 @@ def _frontier(node: Recursive, engine: DeltaEngine, frontier: Relation) -> bool:
     return bool(row[0])
 
 
-def _step(node: Recursive, engine: DeltaEngine, frontier: Relation) -> Relation:
-    """``step(frontier; E_new)``, in the reference's columns."""
-    bound = engine.bound({id(node.ref): frontier}, node.step)
-    stepped = bound.value(node.step, Version.NEW)
+def _as_ref(node: Recursive, engine: DeltaEngine, rows: Relation, ref: RecursiveRef) -> Relation:
+    """``rows`` (in the first reference's columns) in ``ref``'s."""
+    if ref is node.ref:
+        return rows
     return engine.query(
-        f"SELECT {renamed(node.step.outputs, _ref_names(node))}, {WEIGHT_SQL}"
-        f" FROM {stepped.subquery('t')}"
+        f"SELECT {renamed(_ref_names(node), ref.outputs)}, {WEIGHT_SQL} FROM {rows.subquery('b')}"
     )
+
+
+def _bound(
+    node: Recursive, engine: DeltaEngine, values: list[Relation], below: Node
+) -> DeltaEngine:
+    """``engine`` with ``node.refs[i]`` bound to ``values[i]`` for the nodes ``below``."""
+    pairs = zip(node.refs, values, strict=True)
+    return engine.bound({id(ref): _as_ref(node, engine, rows, ref) for ref, rows in pairs}, below)
+
+
+def _in_ref_names(node: Recursive, stepped: Relation) -> str:
+    """SQL of the step's (or a term's) result in the first reference's columns."""
+    columns = renamed(node.step.outputs, _ref_names(node))
+    return f"SELECT {columns}, {WEIGHT_SQL} FROM {stepped.subquery('t')}"
+
+
+def _step(node: Recursive, engine: DeltaEngine, frontier: Relation) -> Relation:
+    """``step(frontier, …, frontier; E_new)`` (every reference reads ``frontier``), in the
+    first reference's columns: Spark's next level when ``frontier`` is one level."""
+    bound = _bound(node, engine, [frontier] * len(node.refs), node.step)
+    return engine.query(_in_ref_names(node, bound.value(node.step, Version.NEW)))
+
+
+def _step_change(
+    node: Recursive, engine: DeltaEngine, accumulated: Relation, frontier: Relation
+) -> Relation:
+    """``step(R + G) − step(R)`` over ``E_new`` (``R``: ``accumulated``, ``G``: ``frontier``)
+    by the telescoping sum ``Σ_i f_i(N, …, N, G, O, …, O)``: ``f_i`` the step's monomials
+    that read ``refs[i]`` (``Recursive.terms``), ``G`` in ``refs[i]``'s place, ``N = R + G``
+    in the references before it, ``O = R`` in those after it. A monomial is linear in each
+    reference it reads, so ``f(N,…,N) − f(O,…,O)`` is the sum over ``i`` of the change
+    ``refs[i]`` going from ``O`` to ``N`` makes with the earlier ones already at ``N``. One
+    reference (a linear step): ``step(G)``, and ``R`` is not read."""
+    if len(node.refs) == 1:
+        return _step(node, engine, frontier)
+    new = engine.query(f"({accumulated.sql}) UNION ALL ({frontier.sql})")
+    terms = []
+    for index, term in enumerate(node.terms):
+        values = [new] * index + [frontier] + [accumulated] * (len(node.refs) - index - 1)
+        stepped = _bound(node, engine, values, term).value(term, Version.NEW)
+        terms.append(_in_ref_names(node, stepped))
+    return engine.query(" UNION ALL ".join(f"({term})" for term in terms))
 
 
 def _iterate(node: Recursive, engine: DeltaEngine) -> Relation:
@@ -208,16 +261,18 @@ def _iterated_change(node: Recursive, engine: DeltaEngine) -> Relation:
         level = f"CAST(0 AS BIGINT) AS {_q(names[-1])}"
         terms.append(f"SELECT {columns}, {level}, {WEIGHT_SQL} FROM {anchor}")
     if engine.changed(node.step):
-        held = engine.bound({id(node.ref): stored_old}, node.step)
+        held = _bound(node, engine, [stored_old] * len(node.refs), node.step)
         stepped = held.change(node.step).subquery("s")
         terms.append(f"SELECT {renamed(node.step.outputs, names)}, {WEIGHT_SQL} FROM {stepped}")
     if not terms:
         return engine.query(f"{stored_old.sql} LIMIT 0")
     frontier = _consolidated(engine, engine.query(" UNION ALL ".join(terms)), names)
-    parts = []
+    accumulated, parts = stored_old, []
     while _frontier(node, engine, frontier):
         parts.append(frontier)
-        frontier = _consolidated(engine, _step(node, engine, frontier), names)
+        following = _step_change(node, engine, accumulated, frontier)
+        accumulated = engine.query(f"({accumulated.sql}) UNION ALL ({frontier.sql})")
+        frontier = _consolidated(engine, following, names)
     if not parts:
         return frontier
     union = engine.query(" UNION ALL ".join(f"({part.sql})" for part in parts))
@@ -244,7 +299,23 @@ def describe(node: Recursive, version: Version | None, engine: DeltaEngine) -> s
     if engine.changed(node.step):
         parts.append(f"Δ_E({step})[{name} := {name}_old]")
     seed = " + ".join(parts) or "∅"
-    return f"Σ_k G_k (semi-naive, ≤ L levels): G_0 = {seed}, G_k+1 = ({step})[{name} := G_k]"
+    semi_naive = f"Σ_k G_k (semi-naive, ≤ L levels): G_0 = {seed}"
+    if len(node.refs) == 1:
+        return f"{semi_naive}, G_k+1 = ({step})[{name} := G_k]"
+    terms = " + ".join(
+        f"({engine.describe(term, Version.NEW)})[{_bindings_text(name, index, len(node.refs))}]"
+        for index, term in enumerate(node.terms)
+    )
+    return (
+        f"{semi_naive}, G_k+1 = {terms} ({name}1, {name}2, …: the step's references to {name}"
+        f" in order; R_k = {name}_old + G_0 + … + G_k-1)"
+    )
+
+
+def _bindings_text(name: str, index: int, count: int) -> str:
+    """The telescoping sum's ``index``-th term's bindings: ``r1 := R_k + G_k, r2 := G_k``."""
+    values = ["R_k + G_k"] * index + ["G_k"] + ["R_k"] * (count - index - 1)
+    return ", ".join(f"{name}{position} := {value}" for position, value in enumerate(values, 1))
 
 
 def evaluate_ref(node: RecursiveRef, version: Version, engine: DeltaEngine) -> Relation:
