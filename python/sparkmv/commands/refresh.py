@@ -246,8 +246,9 @@ def base_states(
         if base.name in consumed and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.source.row_changes(consumed[base.name], base.version, read)
-            change = net_change(logged, read) if consolidated else None
-            state = BaseState(state.rows, change, logged, read)
+            inserts = base.source.inserts_only(consumed[base.name], base.version, read)
+            change = net_change(logged, read, inserts) if consolidated else None
+            state = BaseState(state.rows, change, logged, read, inserts)
         states[base.name] = state
     return delta_engine(spark, states)
 
@@ -294,7 +295,7 @@ def _screened(
     tables = {
         name: state
         if state.logged is None or state.change is not None
-        else replace(state, change=net_change(state.logged, state.read))
+        else replace(state, change=net_change(state.logged, state.read, state.inserts_only))
         for name, state in engine.tables.items()
     }
     return skipped, engine.with_tables(tables)

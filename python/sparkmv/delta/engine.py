@@ -46,14 +46,15 @@ class Version(Enum):
 
 @dataclass(frozen=True)
 class BaseState:
-    """A base table as one refresh sees it: its rows now, and its net change ΔR (a
-    consolidated Z-set over the same columns) when it changed since the last refresh, with
-    the change's rows as logged (before consolidation)."""
+    """A base table as one refresh sees it: its rows now, and its net change ΔR (a Z-set
+    over the same columns, consolidated unless ``inserts_only``) when it changed since the
+    last refresh, with the change's rows as logged (before consolidation)."""
 
     rows: DataFrame | str  # or the qualified name of the catalog table, read when run
     change: DataFrame | None = None
     logged: DataFrame | None = None
     read: set[str] | None = None  # the columns the change keeps (``relation.net_change``)
+    inserts_only: bool = False  # every logged row weighs +1 (``relation.net_change``)
 
 
 @dataclass

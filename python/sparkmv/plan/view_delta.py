@@ -276,8 +276,10 @@ class SkippedRows:
             )
             # A change made from the logged rows is made again from them as observed: the
             # observation must be in the plan the refresh runs.
-            change = None if state.change is None else net_change(logged, state.read)
-            tables[table] = BaseState(state.rows, change, logged, state.read)
+            change = (
+                None if state.change is None else net_change(logged, state.read, state.inserts_only)
+            )
+            tables[table] = replace(state, change=change, logged=logged)
             observations[table] = metrics
         return cls(observations, screens), engine.with_tables(tables)
 
