@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from pyspark.sql import SparkSession
 
@@ -37,7 +38,7 @@ from sparkmv.capture.view_log import ViewChangeLog
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
-from sparkmv.delta.engine import BaseState, DeltaEngine
+from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows
 from sparkmv.delta.recursive import MissingFixpointError
 from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
@@ -242,7 +243,7 @@ def base_states(
     consumed = {table.name: table.consumed_version for table in changed}
     states = {}
     for base in bases:
-        state = BaseState(base.rows(spark))
+        state = BaseState(LazyRows(partial(base.rows, spark)))
         if base.name in consumed and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.source.row_changes(consumed[base.name], base.version, read)

@@ -37,7 +37,7 @@ from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
 from sparkmv.delta.aggregate import distinct_arguments
-from sparkmv.delta.engine import BaseState, DeltaEngine, Version, sql_expression
+from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows, Version, sql_expression
 from sparkmv.delta.relation import Relation, consolidated_sql, net_change, renamed_sql
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
@@ -216,8 +216,10 @@ def irrelevance_screens(
     def leaf_types(node: Node) -> dict[str, T.DataType]:
         if isinstance(node, Scan):  # no plan to analyze
             rows = engine.tables[node.table].rows
-            # A known schema saves asking the JVM for the DataFrame's.
+            # A known schema saves asking the JVM for the DataFrame's (and reading it).
             known = (schemas or {}).get(node.table)
+            if known is None and isinstance(rows, LazyRows):
+                rows = rows.frame
             if known is None and isinstance(rows, DataFrame):
                 known = rows.schema
             if known is not None:
