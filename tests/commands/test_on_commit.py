@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import assert_view_matches_query, multiset, view_description
+from conftest import assert_view_matches_query, change_log_of, multiset, view_description
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sparkmv.commands import refresh
@@ -76,6 +76,22 @@ def test_alter_turns_immediate_maintenance_off_and_on(spark: SparkSession, table
     assert_view_matches_query(spark, "now")
 
 
+def test_a_view_the_log_lists_is_refreshed_only_while_the_catalog_says_on_commit(
+    spark: SparkSession, tables: str
+) -> None:
+    """The log's list of ON COMMIT dependents may be stale (a crash between the catalog's
+    change and the log's): a listed view that is ON DEMAND, dropped, or whose name a
+    table has now is left alone, and the write succeeds."""
+    log = change_log_of(spark, "t")
+    spark.sql("CREATE TABLE gone_then_table (x INT) USING parquet")
+    for name in ("later", "never_created", "gone_then_table"):
+        log.set_immediate(f"{tables}.{name}", True)
+    spark.sql("INSERT INTO t VALUES (1, 1)")
+    assert_view_matches_query(spark, "now")
+    assert view_description(spark, "now")["Last Refresh Mode"] == "INCREMENTAL"
+    assert not current(spark, "later")  # ON DEMAND in the catalog: not refreshed
+
+
 def test_a_failed_on_commit_refresh_keeps_the_write_and_says_so(
     spark: SparkSession, tables: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -84,7 +100,7 @@ def test_a_failed_on_commit_refresh_keeps_the_write_and_says_so(
     def failing(*_: Any) -> Any:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(refresh, "refresh_view", failing)
+    monkeypatch.setattr(refresh, "refresh_if_immediate", failing)
     with pytest.raises(PySparkException) as raised:
         spark.sql("INSERT INTO t VALUES (1, 1000)")
     message = str(raised.value)

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 from conftest import assert_view_matches_query, py4j_round_trips, session_confs
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
+from sparkmv.capture.tracking import BaseTable
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 
 ROUND_TRIP_BUDGET = 115
@@ -99,6 +100,30 @@ def test_an_incremental_refresh_of_a_small_single_table_view_runs_one_job(
     row, cost = refresh(spark, "v")
     assert row.mode == "INCREMENTAL"
     assert cost.jobs == 1
+    assert cost.round_trips <= ROUND_TRIP_BUDGET
+    assert_view_matches_query(spark, "v")
+
+
+def _stages(spark: SparkSession, job: int) -> int:
+    context: Any = spark.sparkContext._jsc.sc()
+    return int(context.statusStore().job(job).stageIds().size())
+
+
+def test_an_aggregate_refresh_over_inserts_runs_one_job_of_three_stages(
+    spark: SparkSession, fact: str
+) -> None:
+    """ΔR of an insert-only change is not consolidated (``relation.net_change``): the job
+    reads it and aggregates ΔV's groups (two stages), then merges them with the stored
+    groups (one) — consolidating ΔR first cost a fourth."""
+    spark.sql(
+        "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(v) AS s FROM fact GROUP BY k"
+    )
+    spark.sql("INSERT INTO fact SELECT id, id % 10, id % 7 FROM range(1000, 1030)")
+    spark.sql("INSERT INTO fact VALUES (2000, 1, 1), (2001, 1, 1)")  # equal on what v reads
+    row, cost = refresh(spark, "v")
+    assert row.mode == "INCREMENTAL"
+    assert cost.jobs == 1
+    assert _stages(spark, _last_job_id(spark)) == 3
     assert cost.round_trips <= ROUND_TRIP_BUDGET
     assert_view_matches_query(spark, "v")
 
@@ -194,3 +219,44 @@ def test_a_volatile_view_is_recomputed_even_with_nothing_pending(
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k, rand() AS r FROM fact")
     row, _ = refresh(spark, "v")
     assert row.mode == "FULL"
+
+
+@pytest.mark.parametrize(
+    ("query", "delete", "reads"),
+    [
+        ("SELECT k, count(*) AS n, sum(v) AS s FROM fact GROUP BY k", False, 0),
+        ("SELECT k, max(v) AS m FROM fact GROUP BY k", True, 1),  # a deleted maximum
+    ],
+    ids=["linear-aggregate-inserts", "max-after-delete"],
+)
+def test_a_refresh_reads_a_base_table_only_when_its_rules_do(
+    spark: SparkSession,
+    fact: str,
+    query: str,
+    delete: bool,
+    reads: int,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A base table's rows are read (a DataFrame over its files) when a rule first reads
+    them (``engine.LazyRows``): once the view's result types are known, COUNT and SUM of an
+    aggregate view over inserted rows need the change only; a deleted maximum is
+    recomputed from the table."""
+    spark.sql(f"CREATE MATERIALIZED VIEW v AS {query}")
+    spark.sql("INSERT INTO fact VALUES (999, 9, 1)")
+    refresh(spark, "v")  # the view's result types are recorded (``CompiledTypes``)
+    spark.sql("INSERT INTO fact SELECT id, id % 10, 100 FROM range(1000, 1010)")
+    if delete:
+        spark.sql("DELETE FROM fact WHERE id = 1005")  # the maximum of group 5
+    read = BaseTable.rows
+    made: list[str] = []
+
+    def counted(base: BaseTable, session: SparkSession) -> DataFrame:
+        made.append(base.name)
+        return read(base, session)
+
+    monkeypatch.setattr(BaseTable, "rows", counted)
+    row, _ = refresh(spark, "v")
+    monkeypatch.undo()
+    assert row.mode == "INCREMENTAL"
+    assert len(made) == reads
+    assert_view_matches_query(spark, "v")

@@ -500,6 +500,12 @@ class ChangeLog:
             return frames.select(frames.empty(self.spark, self.schema), self._items({}, 0))
         return frames.read_parquets(self.spark, reads)
 
+    def inserts_only(self, start: int, end: int, read: set[str] | None = None) -> bool:
+        """Whether the commits ``row_changes(start, end, read)`` reads delete nothing (no
+        deleted files, no explicit deleted rows): from their manifests, no data read."""
+        commits = [commit for commit in self.commits(start, end) if not commit.ignorable_by(read)]
+        return all(not commit.deleted_files and commit.deleted_rows is None for commit in commits)
+
     def read_files(self, refs: list[FileRef]) -> DataFrame:
         """Rows of data files (without weights); partition values come from the refs, not
         from paths."""

@@ -140,6 +140,10 @@ class ChangelogSource:
             raise ChangeRangeError(f"{self.table}: {changes}")
         return changes
 
+    def inserts_only(self, start: int, end: int, read: set[str] | None = None) -> bool:
+        """Unknown without reading the change rows: False."""
+        return False
+
     def rows(self) -> DataFrame:
         """The table's rows at ``version``."""
         text = f"SELECT * FROM {self.table.quoted} VERSION AS OF {self.version}"

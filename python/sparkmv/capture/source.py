@@ -59,6 +59,12 @@ class VersionedChanges(ChangeSource, Protocol):
         all) may be spared changes that leave them as they were."""
         ...
 
+    def inserts_only(self, start: int, end: int, read: set[str] | None = None) -> bool:
+        """Whether every row ``row_changes(start, end, read)`` returns is an insertion
+        (weight +1), known without reading them; False when unknown. Such a change needs
+        no consolidation: no two of its rows can cancel."""
+        ...
+
     def unreadable_reason(self, start: int, end: int) -> str:
         """Why ``net_changes(start, end)`` cannot be answered; "" when it can."""
         ...

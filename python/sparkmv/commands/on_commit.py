@@ -35,7 +35,7 @@ from sparkmv.commands.context import CommandContext
 from sparkmv.commands.view_locks import view_lock
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
-from sparkmv.parse.statements import RefreshStatement, RefreshTrigger, TableName
+from sparkmv.parse.statements import TableName
 
 
 def refresh_immediate_views(
@@ -43,13 +43,10 @@ def refresh_immediate_views(
 ) -> None:
     """Refresh each of ``views`` (the ON COMMIT dependents of ``table``, just written)."""
     for view in views:
-        metadata = context.catalog.find(view)
-        if metadata is None or metadata.trigger is not RefreshTrigger.ON_COMMIT:
-            continue
         checkpoint("on_commit.before_refresh")  # the write is committed, the view not yet
         try:
             with view_lock(view):
-                refreshed = refresh.refresh_view(context, RefreshStatement(view))
+                refreshed = refresh.refresh_if_immediate(context, view)
         except Exception as error:
             detail = error.message if isinstance(error, SparkMvError) else str(error)
             raise SparkMvError(
@@ -58,7 +55,8 @@ def refresh_immediate_views(
                 view=view,
                 detail=detail.splitlines()[0] if detail else type(error).__name__,
             ) from error
-        refresh_immediate_views(context, view, refreshed.immediate)
+        if refreshed is not None:  # else no longer an ON COMMIT view: the catalog decides
+            refresh_immediate_views(context, view, refreshed.immediate)
 
 
 def mark_immediate(bases: Sequence[BaseTable], view: TableName, immediate: bool) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from pyspark.sql import SparkSession
 
@@ -35,14 +36,16 @@ from sparkmv.apply.materialize import (
 from sparkmv.capture.tracking import BaseTable, immediate_views, positions, schemas
 from sparkmv.capture.view_log import ViewChangeLog
 from sparkmv.catalog.metadata import MvMetadata
+from sparkmv.catalog.views import RefreshFacts
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
-from sparkmv.delta.engine import BaseState, DeltaEngine
+from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows
 from sparkmv.delta.recursive import MissingFixpointError
 from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
+from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jobs import job_step
-from sparkmv.parse.statements import RefreshMode, RefreshStatement, TableName
+from sparkmv.parse.statements import RefreshMode, RefreshStatement, RefreshTrigger, TableName
 from sparkmv.plan.aggregate_view import compiled_types_json, remember_compiled_types
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
@@ -83,7 +86,34 @@ def refresh_view(context: CommandContext, statement: RefreshStatement) -> Refres
     """Refresh the view; when other views read it, its change is logged for them
     (``capture/view_log.py``) and its ON COMMIT readers are returned if it changed."""
     started = now_ms()
-    facts = context.catalog.refresh_facts(statement.name)
+    return _refresh(context, statement, context.catalog.refresh_facts(statement.name), started)
+
+
+def refresh_if_immediate(context: CommandContext, name: TableName) -> Refreshed | None:
+    """``refresh_view`` of ``name`` if the catalog still has it as an ON COMMIT
+    materialized view, else None (dropped, replaced by a table, or altered to ON DEMAND
+    since a change log listed it). Decided from the facts the refresh reads anyway: one
+    metastore call, not a lookup of its own first."""
+    started = now_ms()
+    try:
+        facts = context.catalog.refresh_facts(name)
+    except SparkMvError as error:
+        if error.error_class in _GONE:
+            return None
+        raise
+    if facts.view.trigger is not RefreshTrigger.ON_COMMIT:
+        return None
+    return _refresh(context, RefreshStatement(name), facts, started)
+
+
+_GONE = (ErrorClass.MATERIALIZED_VIEW_NOT_FOUND, ErrorClass.NOT_A_MATERIALIZED_VIEW)
+"""What ``refresh_facts`` raises for a name that is no materialized view (any more)."""
+
+
+def _refresh(
+    context: CommandContext, statement: RefreshStatement, facts: RefreshFacts, started: int
+) -> Refreshed:
+    """``refresh_view``, with the catalog's ``facts`` of the view read."""
     view = facts.view
     recorder = ViewChangeLog.of(context.spark, facts.entry)
     bases = context.start_tracking(view.name, view.base_tables, facts)
@@ -242,12 +272,13 @@ def base_states(
     consumed = {table.name: table.consumed_version for table in changed}
     states = {}
     for base in bases:
-        state = BaseState(base.rows(spark))
+        state = BaseState(LazyRows(partial(base.rows, spark)))
         if base.name in consumed and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.source.row_changes(consumed[base.name], base.version, read)
-            change = net_change(logged, read) if consolidated else None
-            state = BaseState(state.rows, change, logged, read)
+            inserts = base.source.inserts_only(consumed[base.name], base.version, read)
+            change = net_change(logged, read, inserts) if consolidated else None
+            state = BaseState(state.rows, change, logged, read, inserts)
         states[base.name] = state
     return delta_engine(spark, states)
 
@@ -294,7 +325,7 @@ def _screened(
     tables = {
         name: state
         if state.logged is None or state.change is not None
-        else replace(state, change=net_change(state.logged, state.read))
+        else replace(state, change=net_change(state.logged, state.read, state.inserts_only))
         for name, state in engine.tables.items()
     }
     return skipped, engine.with_tables(tables)

@@ -44,16 +44,34 @@ class Version(Enum):
     NEW = "new"  # the base tables now
 
 
+class LazyRows:
+    """A base table's rows, read (made a DataFrame: a py4j call that lists its files) the
+    first time a rule reads them, then the same DataFrame every time. A refresh whose rules
+    never read the table as it is now (an aggregate's change, over a change that only
+    inserts) never reads it."""
+
+    def __init__(self, read: Callable[[], DataFrame]) -> None:
+        self._read = read
+        self._frame: DataFrame | None = None
+
+    @property
+    def frame(self) -> DataFrame:
+        if self._frame is None:
+            self._frame = self._read()
+        return self._frame
+
+
 @dataclass(frozen=True)
 class BaseState:
-    """A base table as one refresh sees it: its rows now, and its net change ΔR (a
-    consolidated Z-set over the same columns) when it changed since the last refresh, with
-    the change's rows as logged (before consolidation)."""
+    """A base table as one refresh sees it: its rows now, and its net change ΔR (a Z-set
+    over the same columns, consolidated unless ``inserts_only``) when it changed since the
+    last refresh, with the change's rows as logged (before consolidation)."""
 
-    rows: DataFrame | str  # or the qualified name of the catalog table, read when run
+    rows: DataFrame | LazyRows | str  # or the qualified name of the catalog table, read when run
     change: DataFrame | None = None
     logged: DataFrame | None = None
     read: set[str] | None = None  # the columns the change keeps (``relation.net_change``)
+    inserts_only: bool = False  # every logged row weighs +1 (``relation.net_change``)
 
 
 @dataclass
@@ -180,12 +198,12 @@ class DeltaEngine:
         """A SQL rule's result as a relation."""
         return Relation(self.views, sql=sql)
 
-    def view_of(self, rows: DataFrame | str) -> str:
+    def view_of(self, rows: DataFrame | LazyRows | str) -> str:
         """The name to read ``rows`` (a base table's rows or change) by in SQL: a temporary
-        view of a DataFrame, or a catalog table's quoted name."""
+        view of a DataFrame (read now if lazy), or a catalog table's quoted name."""
         if isinstance(rows, str):
             return ".".join(quote_identifier(part) for part in rows.split("."))
-        return self.views.name_of(rows)
+        return self.views.name_of(rows.frame if isinstance(rows, LazyRows) else rows)
 
     def rule(self, node: Node) -> DeltaRule:
         for rule in self._rules:

@@ -114,11 +114,17 @@ def consolidated_sql(relation: Relation, columns: list[str]) -> str:
     )
 
 
-def net_change(logged: DataFrame, read: set[str] | None) -> DataFrame:
+def net_change(logged: DataFrame, read: set[str] | None, inserts_only: bool = False) -> DataFrame:
     """A base table's net change ΔR from its ``logged`` rows (a Z-set): consolidated, with
     the columns the view does not read (``read``; None: all are read) set to NULL first, so
     that an update's pre- and post-image that differ only there cancel (a readily ignorable
-    update, Hanson §1 after Buneman–Clemons). One SQL statement."""
+    update, Hanson §1 after Buneman–Clemons). One SQL statement.
+
+    ``inserts_only`` (every logged row weighs +1, ``VersionedChanges.inserts_only``): not
+    consolidated, since no two rows can cancel and the delta rules are exact over any
+    representation of a Z-set (``delta/engine.py``); consolidating would only merge equal
+    copies, at the cost of a shuffle in the refresh's job. The unread columns are NULL
+    either way (the rules read ``R_old`` with them NULL)."""
     spark = logged.sparkSession
     wanted = None if read is None else {name.lower() for name in read}  # names ignore case
     fields = [field for field in logged.schema.fields if field.name != WEIGHT]
@@ -128,6 +134,9 @@ def net_change(logged: DataFrame, read: set[str] | None) -> DataFrame:
         else f"CAST(NULL AS {field.dataType.simpleString()}) AS {quote_identifier(field.name)}"
         for field in fields
     ]
+    if inserts_only:
+        every = wanted is None or all(field.name.lower() in wanted for field in fields)
+        return logged if every else frames.select(logged, [*columns, WEIGHT_SQL])
     views = TempViews(spark)
     try:
         selected = ", ".join([*columns, WEIGHT_SQL])

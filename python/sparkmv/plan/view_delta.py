@@ -37,7 +37,7 @@ from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
 from sparkmv.delta.aggregate import distinct_arguments
-from sparkmv.delta.engine import BaseState, DeltaEngine, Version, sql_expression
+from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows, Version, sql_expression
 from sparkmv.delta.relation import Relation, consolidated_sql, net_change, renamed_sql
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
@@ -216,8 +216,10 @@ def irrelevance_screens(
     def leaf_types(node: Node) -> dict[str, T.DataType]:
         if isinstance(node, Scan):  # no plan to analyze
             rows = engine.tables[node.table].rows
-            # A known schema saves asking the JVM for the DataFrame's.
+            # A known schema saves asking the JVM for the DataFrame's (and reading it).
             known = (schemas or {}).get(node.table)
+            if known is None and isinstance(rows, LazyRows):
+                rows = rows.frame
             if known is None and isinstance(rows, DataFrame):
                 known = rows.schema
             if known is not None:
@@ -276,8 +278,10 @@ class SkippedRows:
             )
             # A change made from the logged rows is made again from them as observed: the
             # observation must be in the plan the refresh runs.
-            change = None if state.change is None else net_change(logged, state.read)
-            tables[table] = BaseState(state.rows, change, logged, state.read)
+            change = (
+                None if state.change is None else net_change(logged, state.read, state.inserts_only)
+            )
+            tables[table] = replace(state, change=change, logged=logged)
             observations[table] = metrics
         return cls(observations, screens), engine.with_tables(tables)
 
