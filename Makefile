@@ -17,16 +17,12 @@ demo: $(INSTALLED) $(JAR)
 # worker): much of a test's time is a JVM starting or the driver waiting on py4j, not both
 # cores busy.
 XDIST := -n 2 --dist loadfile
-# The tests' JVMs are short-lived and plan far more than they compute (tiny tables): the C1
-# compiler alone and the serial collector leave both cores to the tests, where C2's compiler
-# threads competed with them (two files ran 20-50 % faster). Spark in production keeps C2.
-TEST_JVM := JDK_JAVA_OPTIONS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 test: lint $(JAR) $(SERVER_INSTALLED)
-	$(TEST_JVM) $(PY) -m pytest $(XDIST)
+	$(PY) -m pytest $(XDIST)
 
 # The randomized suites at full size (20x the examples, unseeded).
 test-full: $(INSTALLED) $(JAR) $(SERVER_INSTALLED)
-	SPARKMV_FULL_TESTS=1 $(TEST_JVM) $(PY) -m pytest $(XDIST)
+	SPARKMV_FULL_TESTS=1 $(PY) -m pytest $(XDIST)
 
 # Every query record of SQLite's sqllogictest select1-5 as a materialized view (hours; two
 # processes, one shard each; merged counts at the end, exit 1 if any view is wrong or failed).

@@ -204,6 +204,9 @@ def read_while(read: Callable[[], T], write: Callable[[], None]) -> list[T]:
 def python_env() -> dict[str, str]:
     """Environment for child processes: this interpreter's venv, the repo's package."""
     env = dict(os.environ)
+    # A child's JVM lives for a few statements: C1 alone and the serial collector start it
+    # sooner. (Not for the workers' long-lived sessions: C1-only code made them slower.)
+    env.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     return env
