@@ -82,9 +82,9 @@ spark.stop()
 
 
 def run_step(
-    warehouse: Path, step: str, crash_at: str | None = None
+    warehouse: Path, step: str, crash_at: str | None = None, script: str = CRASH_SCRIPT
 ) -> subprocess.CompletedProcess[str]:
-    return run_crash_step(["-c", CRASH_SCRIPT, str(warehouse), step], crash_at, timeout=300)
+    return run_crash_step(["-c", script, str(warehouse), step], crash_at, timeout=300)
 
 
 def test_crash_during_refresh_recovers(tmp_path: Path) -> None:
@@ -137,14 +137,12 @@ def test_a_crash_between_a_write_and_its_on_commit_refresh(tmp_path: Path) -> No
     write brings it up to date."""
     warehouse = tmp_path / "warehouse"
 
-    def step(name: str, crash_at: str | None = None) -> subprocess.CompletedProcess[str]:
-        arguments = ["-c", ON_COMMIT_SCRIPT, str(warehouse), name]
-        return run_crash_step(arguments, crash_at, timeout=300)
-
-    crashed = step("setup+report+insert 3", "on_commit.before_refresh")
+    crashed = run_step(
+        warehouse, "setup+report+insert 3", "on_commit.before_refresh", ON_COMMIT_SCRIPT
+    )
     assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr
     assert "ROWS [1, 2]\nUP TO DATE yes" in crashed.stdout, crashed.stdout
-    caught_up = step("report+insert 4+report")
+    caught_up = run_step(warehouse, "report+insert 4+report", script=ON_COMMIT_SCRIPT)
     assert caught_up.returncode == 0, caught_up.stderr
     stale, current = "ROWS [1, 2]\nUP TO DATE no (stale)", "ROWS [1, 2, 3, 4]\nUP TO DATE yes"
     assert f"{stale}\n{current}" in caught_up.stdout, caught_up.stdout
