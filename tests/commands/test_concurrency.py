@@ -55,7 +55,8 @@ def test_two_refreshes_of_one_view_apply_its_change_once(spark: SparkSession, db
         assert_view_matches_query(spark, "totals")
         applied = [result for result in results if result != ("INCREMENTAL", 0, 0)]
         assert len(applied) == 1, f"round {round_}: the change was applied by {results}"
-    assert int(view_description(spark, "totals")["Refresh Count"]) == refreshes + 6
+    # one refresh per round applied the change; the other found nothing to do, uncounted
+    assert int(view_description(spark, "totals")["Refresh Count"]) == refreshes + 3
 
 
 def test_refreshes_while_base_tables_are_written(spark: SparkSession, db: str) -> None:

@@ -179,14 +179,7 @@ def incremental_refresh(
     return updated
 
 
-def commit_metadata(spark: SparkSession, catalog: ViewCatalog, updated: MvMetadata) -> None:
-    """Store ``updated`` (same snapshot) in one metastore call, then remove what a refresh
-    that crashed before its commit left behind."""
-    catalog.commit(updated, snapshot.view_text(updated))
-    _remove_unreferenced(spark, updated)
-
-
-def _remove_unreferenced(spark: SparkSession, view: MvMetadata) -> None:
+def remove_unreferenced(spark: SparkSession, view: MvMetadata) -> None:
     """Remove the snapshots of ``view`` but its current one and the one before it (kept for
     readers that resolved the view just before the commit that replaced it)."""
     root = snapshot.storage_root(spark, view.name)
@@ -220,7 +213,7 @@ def commit_snapshot(
     # Unreferenced snapshots (a crash before an earlier commit) go; the previous one stays
     # for readers that resolved the view just before the commit that replaced it.
     if not new_snapshot:
-        _remove_unreferenced(spark, updated)
+        remove_unreferenced(spark, updated)
         return
     root = snapshot.storage_root(spark, view.name)
     snapshot.remove_snapshots(spark, root, keep=[updated.snapshot, view.snapshot])

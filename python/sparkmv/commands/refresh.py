@@ -4,9 +4,10 @@ Executes the plan ``plan/refresh_plan.py`` decides: incremental when the query i
 maintainable, the policy allows it, every base table's changes (sparkmv's change log, or its
 catalog's changelog) cover the versions since the last refresh and (under AUTO) the cost
 model estimates it cheaper; otherwise full, with the reason in the result row and in DESCRIBE
-EXTENDED. A refresh with no pending change reads no data. A view that other views read logs
-the change it applies, in the same commit (``capture/view_log.py``). Every refresh's
-duration is recorded against the model's estimate of its mode.
+EXTENDED. A refresh with no pending change reads no data (and, decided without analyzing the
+query, writes nothing). A view that other views read logs the change it applies, in the same
+commit (``capture/view_log.py``). Every refresh's duration is recorded against the model's
+estimate of its mode.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from sparkmv.apply.fixpoints import (
 from sparkmv.apply.incremental import ChangeDoesNotFitError
 from sparkmv.apply.materialize import (
     ChangeRecorder,
-    commit_metadata,
     commit_snapshot,
     full_refresh,
     incremental_refresh,
     now_ms,
+    remove_unreferenced,
 )
 from sparkmv.capture.tracking import BaseTable, immediate_views, positions, schemas
 from sparkmv.capture.view_log import ViewChangeLog
@@ -156,12 +157,16 @@ def record_no_change(
     bases: list[BaseTable],
     started: int,
 ) -> Rows:
-    """Record a refresh that found nothing to do: metadata only (one metastore call). A plan
-    that analyzed the query also records the schemas it checked, and retention runs."""
-    stats = view.stats.after_incremental_refresh(0, 0, plan.reason, started, now_ms())
+    """A refresh that found nothing to do. One that decided so without analyzing the query
+    (plan rule 1) writes nothing, the catalog included: the view's metadata already says
+    what it would record, so it is not counted among the view's refreshes, and costs no
+    metastore write; it only removes the snapshots a refresh that crashed left behind. One
+    whose plan analyzed the query records the schemas it checked (so the next one need not)
+    and counts itself, and retention runs."""
     if plan.query is None:
-        commit_metadata(context.spark, context.catalog, view.with_changes(stats=stats))
+        remove_unreferenced(context.spark, view)
     else:
+        stats = view.stats.after_incremental_refresh(0, 0, plan.reason, started, now_ms())
         updated = view.with_changes(
             consumed_versions=positions(bases),
             checked_schemas=plan.query.checked_schemas,

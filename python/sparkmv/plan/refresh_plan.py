@@ -3,8 +3,8 @@
 A refresh's plan is decided once, by ``plan_refresh``: REFRESH executes it, EXPLAIN REFRESH
 prints it and DESCRIBE EXTENDED shows it as the next refresh. The rules, first match wins:
 
-1. no mode requested and nothing pending (``nothing_pending``): only record the refresh,
-   reading nothing and without analyzing the query;
+1. no mode requested and nothing pending (``nothing_pending``): nothing to do — no data
+   read, no analysis of the query, no catalog write;
 2. INCREMENTAL asked for (``REFRESH ... INCREMENTAL``, or policy INCREMENTAL and no mode
    requested) of a query the delta rules cannot maintain: refused, naming the construct;
 3. a base table's log missed changes (a write bypassed capture): FULL, saying which;
@@ -93,9 +93,10 @@ class ChangedTable:
 @dataclass(frozen=True)
 class RefreshPlan:
     """How one refresh computes the view (``mode``) and why (``reason``), as REFRESH reports
-    them. ``nothing_pending``: the view is its query's result already; the refresh only
-    records itself (reported as INCREMENTAL). ``changed``: the base tables with versions the
-    view has not consumed. ``cost``: the estimates (None when a base table is untracked).
+    them. ``nothing_pending``: the view is its query's result already; the refresh has
+    nothing to do, or only records what it checked (reported as INCREMENTAL). ``changed``:
+    the base tables with versions the view has not consumed. ``cost``: the estimates (None
+    when a base table is untracked).
     ``query``: the view's query as analyzed for the plan (None when rule 1 decided without
     it), which the refresh then runs."""
 
