@@ -6,7 +6,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.catalyst.TableIdentifier
 import org.apache.spark.sql.catalyst.analysis.{NoSuchNamespaceException, NoSuchTableException}
-import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogTablePartition}
+import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogTablePartition, CatalogTableType}
 import org.apache.spark.sql.classic.SparkSession
 
 import io.sparkmv.fs.FsBridge
@@ -168,11 +168,43 @@ object CatalogBridge {
     val current = catalog.getTableRawMetadata(ident)
     val unset = json.readTree(unsetKeysJson).elements().asScala.map(_.asText()).toSet
     catalog.alterTable(
-      current.copy(properties =
+      withoutSizeStatistics(current.copy(properties =
         current.properties.filter { case (key, _) => !unset.contains(key) } ++
-          stringMap(setPropertiesJson)))
+          stringMap(setPropertiesJson))))
     catalog.invalidateCachedTable(ident)
   }
+
+  /**
+   * `table` altered so that the Hive metastore leaves its size statistics unset. Hive
+   * recomputes a table's size (lists its files) on every alter_table unless the table's
+   * parameters carry the marker `DO_NOT_UPDATE_STATS`, which it then drops; Spark in turn
+   * invalidates a table's statistics after each write with one more alter_table
+   * (`CommandUtils.updateTableStats`), which Hive answers by recomputing them. So once any
+   * alter had run on a table, every later write to it paid a metastore write of its own.
+   * sparkmv's alters of a base table (tracking properties, a copy-on-write's new location)
+   * carry the marker and drop statistics that only give a size (Spark's, and the Hive
+   * parameters it reads them from), so writes to a tracked table cost what writes to any
+   * other table cost; Spark sizes the table from its files, as it does a table never
+   * altered. Statistics with row or column counts (ANALYZE TABLE) are kept, as Spark keeps
+   * them until the next write. Views are left as they are: Hive keeps no statistics for them.
+   */
+  private def withoutSizeStatistics(table: CatalogTable): CatalogTable = {
+    val counted = table.stats.exists(s => s.rowCount.isDefined || s.colStats.nonEmpty)
+    if (table.tableType == CatalogTableType.VIEW) table
+    else if (counted) table.copy(properties = table.properties + SkipHiveStatistics)
+    else
+      table.copy(
+        stats = None,
+        ignoredProperties = table.ignoredProperties -- HiveSizeStatistics,
+        properties = table.properties + SkipHiveStatistics)
+  }
+
+  /** The table parameter that makes Hive's alter_table leave statistics alone (it drops it). */
+  private val SkipHiveStatistics = "DO_NOT_UPDATE_STATS" -> "true"
+
+  /** The Hive table parameters Spark reads a table's size statistics from (Hive's own). */
+  private val HiveSizeStatistics =
+    Set("totalSize", "numFiles", "rawDataSize", "numRows", "COLUMN_STATS_ACCURATE")
 
   /**
    * Uncaches and drops the catalog entry of the view `db.name`, as `DROP VIEW` would: the
@@ -233,7 +265,8 @@ object CatalogBridge {
     units.collectFirst { case (None, location) => location } match {
       case Some(location) =>
         val table = catalog.getTableMetadata(ident)
-        catalog.alterTable(table.copy(storage = table.storage.copy(locationUri = Some(location))))
+        catalog.alterTable(withoutSizeStatistics(
+          table.copy(storage = table.storage.copy(locationUri = Some(location)))))
       case None =>
         val specs = units.flatMap(_._1)
         val existing = catalog.listPartitions(ident).map(p => p.spec -> p).toMap
