@@ -77,9 +77,6 @@ def db(spark: SparkSession) -> Iterator[str]:
     spark.sql(f"CREATE DATABASE {name}")
     spark.sql(f"USE {name}")
     yield name
-    for view in spark.sql(f"SHOW MATERIALIZED VIEWS IN {name}").collect():
-        # CASCADE: a view read by others takes them along (they may be listed before it).
-        spark.sql(f"DROP MATERIALIZED VIEW IF EXISTS {name}.{view.viewName} CASCADE")
     spark.sql("USE default")
     spark.sql(f"DROP DATABASE {name} CASCADE")
 

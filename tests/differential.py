@@ -34,8 +34,6 @@ def example_database(spark: SparkSession, db: str) -> Iterator[str]:
     spark.sql(f"CREATE DATABASE {name}")
     spark.sql(f"USE {name}")
     yield name
-    for view in spark.sql(f"SHOW MATERIALIZED VIEWS IN {name}").collect():
-        spark.sql(f"DROP MATERIALIZED VIEW {name}.{view.viewName}")
     spark.sql(f"USE {db}")
     spark.sql(f"DROP DATABASE {name} CASCADE")
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import assert_view_matches_query, multiset
 from pyspark.sql import SparkSession
+from sparkmv.apply.snapshot import storage_root
+from sparkmv.catalog import properties as keys
+from sparkmv.parse.statements import TableName
 
 
 def describe(spark: SparkSession, view: str) -> dict[str, str]:
@@ -207,3 +212,41 @@ def test_explain(spark: SparkSession, db: str) -> None:
     )
     assert "== Create Plan ==" in created
     assert spark.sql("SHOW MATERIALIZED VIEWS LIKE 'w'").count() == 0
+
+
+def test_drop_database_cascade_drops_its_materialized_views_whole(
+    spark: SparkSession, db: str
+) -> None:
+    """``DROP DATABASE d CASCADE`` drops d's materialized views as DROP MATERIALIZED VIEW
+    ... CASCADE would: their stored rows and their reading of base tables go too (a base
+    table elsewhere stops being tracked), and so do views elsewhere that read them."""
+    make_sales(spark)
+    other = f"{db}_other"
+    spark.sql(f"CREATE DATABASE {other}")
+    try:
+        spark.sql(f"CREATE TABLE {other}.t (k INT) USING parquet")
+        spark.sql(f"INSERT INTO {other}.t VALUES (1), (2)")
+        spark.sql(f"CREATE MATERIALIZED VIEW {other}.by_region AS SELECT region FROM {db}.sales")
+        spark.sql(f"CREATE MATERIALIZED VIEW {other}.ks AS SELECT k FROM {other}.t")
+        spark.sql(
+            f"CREATE MATERIALIZED VIEW {other}.regions AS"
+            f" SELECT DISTINCT region FROM {other}.by_region"
+        )
+        spark.sql(f"CREATE MATERIALIZED VIEW reader AS SELECT count(*) AS n FROM {other}.ks")
+        roots = [
+            Path(storage_root(spark, TableName(name, other)).removeprefix("file:"))
+            for name in ("by_region", "ks", "regions")
+        ]
+        assert all(root.is_dir() for root in roots)
+        properties = {r.key for r in spark.sql("SHOW TBLPROPERTIES sales").collect()}
+        assert keys.TRACKING_LOG in properties
+
+        spark.sql(f"DROP DATABASE {other} CASCADE")
+
+        assert not spark.catalog.databaseExists(other)
+        assert not any(root.exists() for root in roots)
+        properties = {r.key for r in spark.sql("SHOW TBLPROPERTIES sales").collect()}
+        assert keys.TRACKING_LOG not in properties  # no view reads it any more
+        assert spark.sql("SHOW MATERIALIZED VIEWS").collect() == []  # reader went too
+    finally:
+        spark.sql(f"DROP DATABASE IF EXISTS {other} CASCADE")

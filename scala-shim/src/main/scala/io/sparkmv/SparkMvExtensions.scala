@@ -2,7 +2,7 @@ package io.sparkmv
 
 import org.apache.spark.sql.SparkSessionExtensions
 
-import io.sparkmv.analysis.{CaptureTrackedWrites, GuardMaterializedViewEntries, PlanRowLevelWrites, RerouteSparkMaterializedView}
+import io.sparkmv.analysis.{CaptureTrackedWrites, DropMaterializedViewsWithDatabase, GuardMaterializedViewEntries, PlanRowLevelWrites, RerouteSparkMaterializedView}
 import io.sparkmv.parser.SparkMvParser
 
 /**
@@ -20,5 +20,6 @@ class SparkMvExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPostHocResolutionRule(_ => PlanRowLevelWrites)
     extensions.injectPostHocResolutionRule(_ => CaptureTrackedWrites)
     extensions.injectPostHocResolutionRule(GuardMaterializedViewEntries(_))
+    extensions.injectPostHocResolutionRule(_ => DropMaterializedViewsWithDatabase)
   }
 }
