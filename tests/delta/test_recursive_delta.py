@@ -138,6 +138,44 @@ def test_level_limit_fails_as_spark_does(spark: SparkSession, db: str, step: str
         spark.conf.unset("spark.sql.cteRecursionLevelLimit")
 
 
+def test_a_change_whose_rounds_cancel_at_the_level_limit_is_recomputed(
+    spark: SparkSession, db: str
+) -> None:
+    """Levels 0-2 before and after, limit 3: deleting the edge into node 3 (level 2) and
+    adding one out of it makes ``G_0`` hold node 4 at level 3 (from the stored fixpoint)
+    and ``G_2`` the same row negated (from the deletion). Spark's query over the new
+    tables succeeds, so the refresh recomputes instead of failing; a change that does
+    reach the limit still fails as Spark does."""
+    spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
+    spark.sql("INSERT INTO e VALUES (1, 2), (2, 3)")
+    spark.sql("CREATE TABLE start (n INT) USING parquet")
+    spark.sql("INSERT INTO start VALUES (1)")
+    query = (
+        "WITH RECURSIVE r(n) AS (SELECT n FROM start"
+        " UNION ALL SELECT e.d FROM r JOIN e ON r.n = e.s) SELECT n FROM r"
+    )
+    spark.conf.set("spark.sql.cteRecursionLevelLimit", "3")
+    try:
+        spark.sql(f"CREATE MATERIALIZED VIEW reach AS {query}")
+        spark.sql("DELETE FROM e WHERE s = 1")
+        spark.sql("INSERT INTO e VALUES (3, 4)")
+        row = spark.sql("REFRESH MATERIALIZED VIEW reach").collect()[0]
+        assert row.mode == "FULL"
+        assert "reached the recursion level limit (3)" in row.reason, row.reason
+        assert_view_matches_query(spark, "reach")
+        spark.sql("INSERT INTO e VALUES (1, 2)")  # now 1 → 2 → 3 → 4: level 3 holds node 4
+        with pytest.raises(Exception, match="RECURSION_LEVEL_LIMIT_EXCEEDED"):
+            spark.sql(query).collect()
+        with pytest.raises(Exception, match="RECURSION_LEVEL_LIMIT_EXCEEDED"):
+            spark.sql("REFRESH MATERIALIZED VIEW reach")
+        spark.sql("DELETE FROM e WHERE s = 3")
+        row = spark.sql("REFRESH MATERIALIZED VIEW reach").collect()[0]
+        assert row.mode == "INCREMENTAL", row.reason
+        assert_view_matches_query(spark, "reach")
+    finally:
+        spark.conf.unset("spark.sql.cteRecursionLevelLimit")
+
+
 def test_a_missing_fixpoint_makes_the_refresh_full_then_incremental_again(
     spark: SparkSession, db: str
 ) -> None:

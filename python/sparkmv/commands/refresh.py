@@ -41,7 +41,7 @@ from sparkmv.catalog.views import RefreshFacts
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
 from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows
-from sparkmv.delta.recursive import MissingFixpointError
+from sparkmv.delta.recursive import LevelLimitInChangeError, MissingFixpointError
 from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
@@ -138,6 +138,8 @@ def _refresh(
         except MissingFixpointError as error:
             reason = f"{error} (its snapshot was not written by a refresh of this query)"
             plan = replace(plan, mode=RefreshMode.FULL, reason=reason)
+        except LevelLimitInChangeError as error:
+            plan = replace(plan, mode=RefreshMode.FULL, reason=str(error))
     if updated is None:
         updated = refresh_fully(context, consumed, plan, bases, started, recorder)
     context.compact_logs(bases, updated)

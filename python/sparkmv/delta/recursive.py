@@ -40,10 +40,14 @@ delta:  with the base tables changing from ``E_old`` to ``E_new``,
         DRed needed): a row's multiplicity in a ``UNION ALL`` recursion *is* its number of
         derivations, every derivation is finite (the level limit), and the algebra above is
         an identity of Z-sets. Every term of ``G_{k+1}`` reads ``G_k`` at the level of its
-        rows, so ``G_k`` holds levels ``≥ k``, and the loop ends within ``L`` iterations. A
-        row at level ``≥ L`` in ``G_k`` is a row of ``R_new`` at that level (``R_old`` has
-        none), so Spark's query over the new tables fails; the refresh raises the same
-        error.
+        rows, so ``G_k`` holds levels ``≥ k``, and the loop ends within ``L`` iterations
+        unless a round reaches level ``L``. Such a row need not be one of ``R_new``: rounds
+        cancel each other's rows (delete the edge into a node at level ``L − 1`` and add
+        one out of it: ``G_0`` holds the new edge's row at level ``L``, made from the stored
+        fixpoint, and a later round the same row negated, made from the deletion), so only
+        the new fixpoint tells whether Spark's query fails. The change then stops with
+        ``LevelLimitInChangeError``, and the refresh recomputes the view, which fails as
+        Spark's query does, or not.
 
 Each level or ``G_k`` is one job that computes and consolidates it (``localCheckpoint``)
 and one that finds whether it is empty and its highest level (``frontier``).
@@ -65,6 +69,11 @@ LEVEL_LIMIT_CONF = "spark.sql.cteRecursionLevelLimit"
 ROW_LIMIT_CONF = "spark.sql.cteRecursionRowLimit"
 LEVEL_COLUMN = "mv_level"
 """In a stored fixpoint: the level (Spark's iteration) of each row, after the columns."""
+
+
+class LevelLimitInChangeError(Exception):
+    """A round of a recursive CTE's change reached the level limit ``L`` (module
+    docstring): whether the new fixpoint does, only recomputing it can tell."""
 
 
 class MissingFixpointError(Exception):
@@ -145,13 +154,19 @@ def _consolidated(engine: DeltaEngine, relation: Relation, columns: tuple[str, .
     return engine.relation(materialized(frame))
 
 
-def _frontier(node: Recursive, engine: DeltaEngine, frontier: Relation) -> bool:
-    """Whether ``frontier`` (consolidated, levelled) has rows; raises Spark's error when
-    one is at level ``L`` or above (Spark's query over the same tables fails so)."""
+def _frontier(node: Recursive, engine: DeltaEngine, frontier: Relation, *, in_change: bool) -> bool:
+    """Whether ``frontier`` (consolidated, levelled) has rows. One at level ``L`` or above
+    in Spark's own iteration fails as Spark's query over the same tables fails; in a round
+    of the change (``in_change``), it raises ``LevelLimitInChangeError``."""
     limit = _level_limit(node, engine)
     level = _q(node.ref.outputs[-1])
     row = frontier.frame.agg(F.count(F.lit(1)), F.max(F.expr(level))).collect()[0]
     if row[1] is not None and int(row[1]) >= limit:
+        if in_change:
+            raise LevelLimitInChangeError(
+                f"a round of the change of the recursive CTE {node.ref.name} reached the"
+                f" recursion level limit ({limit}), which only the new fixpoint can confirm"
+            )
         raise SparkMvError(ErrorClass.RECURSION_LEVEL_LIMIT_EXCEEDED, limit=limit)
     return bool(row[0])
 
@@ -218,7 +233,7 @@ def _iterate(node: Recursive, engine: DeltaEngine) -> Relation:
         _ref_names(node),
     )
     levels = []
-    while _frontier(node, engine, frontier):
+    while _frontier(node, engine, frontier, in_change=False):
         levels.append(frontier)
         frontier = _consolidated(engine, _step(node, engine, frontier), _ref_names(node))
     if not levels:
@@ -268,7 +283,7 @@ def _iterated_change(node: Recursive, engine: DeltaEngine) -> Relation:
         return engine.query(f"{stored_old.sql} LIMIT 0")
     frontier = _consolidated(engine, engine.query(" UNION ALL ".join(terms)), names)
     accumulated, parts = stored_old, []
-    while _frontier(node, engine, frontier):
+    while _frontier(node, engine, frontier, in_change=True):
         parts.append(frontier)
         following = _step_change(node, engine, accumulated, frontier)
         accumulated = engine.query(f"({accumulated.sql}) UNION ALL ({frontier.sql})")
