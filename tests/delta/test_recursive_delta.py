@@ -138,6 +138,41 @@ def test_level_limit_fails_as_spark_does(spark: SparkSession, db: str, step: str
         spark.conf.unset("spark.sql.cteRecursionLevelLimit")
 
 
+@pytest.mark.parametrize(
+    ("step", "limit"),
+    [
+        # walks of a chain of n edges: n(n+1)/2 — 3, then 15, then 10
+        ("SELECT r.s, e.d FROM r JOIN e ON r.d = e.s", 12),
+        # path doubling, each level from the previous one alone: 3, then 11, then 8
+        ("SELECT a.s, b.d FROM r a JOIN r b ON a.d = b.s", 10),
+    ],
+    ids=["linear", "non-linear"],
+)
+def test_row_limit_fails_as_spark_does(spark: SparkSession, db: str, step: str, limit: int) -> None:
+    """A change that makes the recursion's rows reach ``spark.sql.cteRecursionRowLimit``
+    fails the refresh with Spark's error, and the view keeps its rows; once the tables are
+    back under the limit, the refresh is incremental again."""
+    spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
+    spark.sql("INSERT INTO e VALUES (1, 2), (2, 3)")
+    query = f"WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL {step}) SELECT s, d FROM r"
+    spark.conf.set("spark.sql.cteRecursionRowLimit", str(limit))
+    try:
+        spark.sql(f"CREATE MATERIALIZED VIEW walks AS {query}")
+        before = spark.table("walks").collect()
+        spark.sql("INSERT INTO e VALUES (3, 4), (4, 5), (5, 6)")  # a chain of 5 edges
+        with pytest.raises(Exception, match="RECURSION_ROW_LIMIT_EXCEEDED"):
+            spark.sql(query).collect()
+        with pytest.raises(Exception, match="RECURSION_ROW_LIMIT_EXCEEDED"):
+            spark.sql("REFRESH MATERIALIZED VIEW walks")
+        assert sorted(spark.table("walks").collect()) == sorted(before)
+        spark.sql("DELETE FROM e WHERE s = 5")  # a chain of 4 edges
+        row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
+        assert row.mode == "INCREMENTAL", row.reason
+        assert_view_matches_query(spark, "walks")
+    finally:
+        spark.conf.unset("spark.sql.cteRecursionRowLimit")
+
+
 def test_a_change_whose_rounds_cancel_at_the_level_limit_is_recomputed(
     spark: SparkSession, db: str
 ) -> None:
