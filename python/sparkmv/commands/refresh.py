@@ -42,7 +42,6 @@ from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
 from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows
 from sparkmv.delta.recursive import LevelLimitInChangeError, MissingFixpointError
-from sparkmv.delta.relation import net_change
 from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jobs import job_step
@@ -284,8 +283,8 @@ def base_states(
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.source.row_changes(consumed[base.name], base.version, read)
             inserts = base.source.inserts_only(consumed[base.name], base.version, read)
-            change = net_change(logged, read, inserts) if consolidated else None
-            state = BaseState(state.rows, change, logged, read, inserts)
+            state = BaseState(state.rows, None, logged, read, inserts)
+            state = state.netted() if consolidated else state
         states[base.name] = state
     return delta_engine(spark, states)
 
@@ -330,9 +329,7 @@ def _screened(
     if observe and maintained.root is not None:
         skipped, engine = SkippedRows.observed(maintained.root, engine)
     tables = {
-        name: state
-        if state.logged is None or state.change is not None
-        else replace(state, change=net_change(state.logged, state.read, state.inserts_only))
+        name: state if state.logged is None or state.change is not None else state.netted()
         for name, state in engine.tables.items()
     }
     return skipped, engine.with_tables(tables)

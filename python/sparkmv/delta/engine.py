@@ -16,7 +16,7 @@ The operator rules live one per module and are looked up in the ordered ``RULES`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -34,7 +34,7 @@ from sparkmv.analyze.ir import (
     shared_nodes,
     walk,
 )
-from sparkmv.delta.relation import Relation, TempViews
+from sparkmv.delta.relation import Relation, TempViews, net_change
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.zset import WEIGHT, column, materialized
 
@@ -72,6 +72,13 @@ class BaseState:
     logged: DataFrame | None = None
     read: set[str] | None = None  # the columns the change keeps (``relation.net_change``)
     inserts_only: bool = False  # every logged row weighs +1 (``relation.net_change``)
+
+    def netted(self, logged: DataFrame | None = None) -> BaseState:
+        """This state with its net change made from its logged rows (or from ``logged``,
+        which then become its logged rows): ``relation.net_change``."""
+        rows = self.logged if logged is None else logged
+        assert rows is not None, "a base table without logged changes has no net change"
+        return replace(self, logged=rows, change=net_change(rows, self.read, self.inserts_only))
 
 
 @dataclass

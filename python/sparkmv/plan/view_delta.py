@@ -38,7 +38,7 @@ from sparkmv.catalog.views import ViewCatalog
 from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
 from sparkmv.delta.aggregate import distinct_arguments
 from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows, Version, sql_expression
-from sparkmv.delta.relation import Relation, consolidated_sql, net_change, renamed_sql
+from sparkmv.delta.relation import Relation, consolidated_sql, renamed_sql
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
 from sparkmv.observations import Metrics, observe
@@ -278,10 +278,8 @@ class SkippedRows:
             )
             # A change made from the logged rows is made again from them as observed: the
             # observation must be in the plan the refresh runs.
-            change = (
-                None if state.change is None else net_change(logged, state.read, state.inserts_only)
-            )
-            tables[table] = replace(state, change=change, logged=logged)
+            observed = replace(state, logged=logged)
+            tables[table] = observed if state.change is None else state.netted(logged)
             observations[table] = metrics
         return cls(observations, screens), engine.with_tables(tables)
 
