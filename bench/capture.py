@@ -1,9 +1,10 @@
 """What change capture costs, from one run (issue: change capture).
 
-1. ``INSERT`` of N rows into a tracked table (a materialized view reads it, so the write is
-   logged) vs the same insert into an untracked table: the ratio is capture's overhead
-   (the table's files listed in the JVM before and after the write, the log's head read and
-   one commit published; no metastore lookup, and the rows are referenced, never copied).
+1. ``INSERT`` of N rows, and of one row, into a tracked table (a materialized view reads it,
+   so the write is logged) vs the same insert into an untracked table: the ratio is
+   capture's overhead (the table's files listed in the JVM before and after the write, the
+   log's head read and one commit published; no metastore lookup, and the rows are
+   referenced, never copied).
 2. ``DELETE`` of 0.1% of the rows of a table of M rows in F files by copy-on-write: once
    spread over every file (``id % 1000 = 0``) and once concentrated in one file
    (``id < M / 1000``). The rewrite should follow the affected files: the concentrated
@@ -26,6 +27,7 @@ import sparkmv
 from pyspark.sql import SparkSession
 
 REPEATS = 5
+SINGLE_ROW_REPEATS = 15
 
 
 def seconds(action: Callable[[], object]) -> float:
@@ -39,20 +41,28 @@ def track(spark: SparkSession, table: str) -> None:
 
 
 def insert_overhead(spark: SparkSession, rows: int) -> None:
+    """A bulk INSERT (``rows`` rows, where the write dominates) and a single-row one (where
+    the fixed costs do: capture's, and the metastore's), tracked vs untracked."""
     for table in ("tracked", "untracked"):
         spark.sql(f"CREATE TABLE {table} (id BIGINT, v BIGINT) USING parquet")
         spark.sql(f"INSERT INTO {table} VALUES (0, 0)")  # warm up the write path
     track(spark, "tracked")
-    insert = "INSERT INTO {} SELECT id, id % 97 FROM range({})"
+    bulk = "INSERT INTO {} SELECT id, id % 97 FROM range(" + str(rows) + ")"
+    compare(spark, f"INSERT {rows:,} rows", bulk)
+    compare(spark, "INSERT 1 row", "INSERT INTO {} VALUES (1, 1)", SINGLE_ROW_REPEATS)
+
+
+def compare(spark: SparkSession, label: str, statement: str, repeats: int = REPEATS) -> None:
+    """``statement`` (``{}``: the table) into the untracked and the tracked table."""
     timings: dict[str, list[float]] = {"untracked": [], "tracked": []}
-    for _ in range(REPEATS):  # alternating, so both see the same machine
+    for _ in range(repeats):  # alternating, so both see the same machine
         for table, samples in timings.items():
-            statement = insert.format(table, rows)
-            samples.append(seconds(lambda statement=statement: spark.sql(statement).collect()))
+            sql = statement.format(table)
+            samples.append(seconds(lambda sql=sql: spark.sql(sql).collect()))
     untracked, tracked = (statistics.median(timings[t]) for t in ("untracked", "tracked"))
     print(
-        f"INSERT {rows:,} rows (median of {REPEATS}): untracked {untracked:.2f} s, "
-        f"tracked {tracked:.2f} s, ratio {tracked / untracked:.2f}x"
+        f"{label} (median of {repeats}): untracked {untracked:.3f} s, "
+        f"tracked {tracked:.3f} s, ratio {tracked / untracked:.2f}x"
     )
 
 
