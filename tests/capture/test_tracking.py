@@ -144,13 +144,18 @@ def test_writes_to_a_tracked_table_leave_its_statistics_unset(spark: SparkSessio
     assert size_statistics(spark, db, "altered")[0] is not None  # Hive computed its size
     assert size_statistics(spark, db, "analyzed")[1] == 2
 
+    spark.sql("CREATE TABLE parted (a INT, p INT) USING parquet PARTITIONED BY (p)")
+    spark.sql("INSERT INTO parted VALUES (1, 1), (2, 2)")
     spark.sql(
         "CREATE MATERIALIZED VIEW v AS SELECT a FROM fresh UNION ALL SELECT a FROM altered"
-        " UNION ALL SELECT a FROM analyzed"
+        " UNION ALL SELECT a FROM analyzed UNION ALL SELECT a FROM parted"
     )
+    for table in ("fresh", "altered", "analyzed", "parted"):  # Hive took its marker away
+        assert "DO_NOT_UPDATE_STATS" not in table_properties(spark, table), table
     assert size_statistics(spark, db, "fresh") == (None, None)
     assert size_statistics(spark, db, "altered") == (None, None)
     assert size_statistics(spark, db, "analyzed")[1] == 2
+    spark.sql("INSERT INTO parted VALUES (3, 1)")
     for table in ("fresh", "altered", "analyzed"):
         spark.sql(f"INSERT INTO {table} VALUES (3)")
         spark.sql(f"DELETE FROM {table} WHERE a = 1")  # a copy-on-write: a new location

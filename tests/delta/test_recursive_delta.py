@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 import sqlglot
-from conftest import assert_view_matches_query, view_description
+from conftest import assert_view_matches_query, session_confs, view_description
 from pyspark.sql import DataFrame, SparkSession
 from sparkmv import fs
 from sparkmv.analyze.relational import Recursive, RelationalBuilder, walk
@@ -103,6 +103,21 @@ def test_analysis_runs_no_iteration(spark: SparkSession) -> None:
         assert engine.fixpoints == Fixpoints()
 
 
+def assert_fails_as_spark_does(spark: SparkSession, query: str, view: str, error: str) -> None:
+    """Spark's ``query`` over the tables as they are fails with ``error``, and so does the
+    refresh of ``view`` (its query)."""
+    with pytest.raises(Exception, match=error):
+        spark.sql(query).collect()
+    with pytest.raises(Exception, match=error):
+        spark.sql(f"REFRESH MATERIALIZED VIEW {view}")
+
+
+def assert_refreshes_incrementally(spark: SparkSession, view: str) -> None:
+    row = spark.sql(f"REFRESH MATERIALIZED VIEW {view}").collect()[0]
+    assert row.mode == "INCREMENTAL", row.reason
+    assert_view_matches_query(spark, view)
+
+
 @pytest.mark.parametrize(
     "step",
     [
@@ -118,24 +133,14 @@ def test_level_limit_fails_as_spark_does(spark: SparkSession, db: str, step: str
         f"WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL {step})"
         " SELECT DISTINCT s, d FROM r"
     )
-    spark.conf.set("spark.sql.cteRecursionLevelLimit", "5")
-    try:
+    with session_confs(spark, {"spark.sql.cteRecursionLevelLimit": "5"}):
         spark.sql(f"CREATE MATERIALIZED VIEW reach AS {query}")
         spark.sql("INSERT INTO e VALUES (3, 4), (4, 5)")
-        row = spark.sql("REFRESH MATERIALIZED VIEW reach").collect()[0]
-        assert row.mode == "INCREMENTAL", row.reason
-        assert_view_matches_query(spark, "reach")
+        assert_refreshes_incrementally(spark, "reach")
         spark.sql("INSERT INTO e VALUES (5, 1)")  # a cycle: the recursion never ends
-        with pytest.raises(Exception, match="RECURSION_LEVEL_LIMIT_EXCEEDED"):
-            spark.sql(query).collect()
-        with pytest.raises(Exception, match="RECURSION_LEVEL_LIMIT_EXCEEDED"):
-            spark.sql("REFRESH MATERIALIZED VIEW reach")
+        assert_fails_as_spark_does(spark, query, "reach", "RECURSION_LEVEL_LIMIT_EXCEEDED")
         spark.sql("DELETE FROM e WHERE s = 5")
-        row = spark.sql("REFRESH MATERIALIZED VIEW reach").collect()[0]
-        assert row.mode == "INCREMENTAL", row.reason
-        assert_view_matches_query(spark, "reach")
-    finally:
-        spark.conf.unset("spark.sql.cteRecursionLevelLimit")
+        assert_refreshes_incrementally(spark, "reach")
 
 
 @pytest.mark.parametrize(
@@ -155,22 +160,14 @@ def test_row_limit_fails_as_spark_does(spark: SparkSession, db: str, step: str, 
     spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
     spark.sql("INSERT INTO e VALUES (1, 2), (2, 3)")
     query = f"WITH RECURSIVE r(s, d) AS (SELECT s, d FROM e UNION ALL {step}) SELECT s, d FROM r"
-    spark.conf.set("spark.sql.cteRecursionRowLimit", str(limit))
-    try:
+    with session_confs(spark, {"spark.sql.cteRecursionRowLimit": str(limit)}):
         spark.sql(f"CREATE MATERIALIZED VIEW walks AS {query}")
         before = spark.table("walks").collect()
         spark.sql("INSERT INTO e VALUES (3, 4), (4, 5), (5, 6)")  # a chain of 5 edges
-        with pytest.raises(Exception, match="RECURSION_ROW_LIMIT_EXCEEDED"):
-            spark.sql(query).collect()
-        with pytest.raises(Exception, match="RECURSION_ROW_LIMIT_EXCEEDED"):
-            spark.sql("REFRESH MATERIALIZED VIEW walks")
+        assert_fails_as_spark_does(spark, query, "walks", "RECURSION_ROW_LIMIT_EXCEEDED")
         assert sorted(spark.table("walks").collect()) == sorted(before)
         spark.sql("DELETE FROM e WHERE s = 5")  # a chain of 4 edges
-        row = spark.sql("REFRESH MATERIALIZED VIEW walks").collect()[0]
-        assert row.mode == "INCREMENTAL", row.reason
-        assert_view_matches_query(spark, "walks")
-    finally:
-        spark.conf.unset("spark.sql.cteRecursionRowLimit")
+        assert_refreshes_incrementally(spark, "walks")
 
 
 def test_a_change_whose_rounds_cancel_at_the_level_limit_is_recomputed(
@@ -189,8 +186,7 @@ def test_a_change_whose_rounds_cancel_at_the_level_limit_is_recomputed(
         "WITH RECURSIVE r(n) AS (SELECT n FROM start"
         " UNION ALL SELECT e.d FROM r JOIN e ON r.n = e.s) SELECT n FROM r"
     )
-    spark.conf.set("spark.sql.cteRecursionLevelLimit", "3")
-    try:
+    with session_confs(spark, {"spark.sql.cteRecursionLevelLimit": "3"}):
         spark.sql(f"CREATE MATERIALIZED VIEW reach AS {query}")
         spark.sql("DELETE FROM e WHERE s = 1")
         spark.sql("INSERT INTO e VALUES (3, 4)")
@@ -199,16 +195,9 @@ def test_a_change_whose_rounds_cancel_at_the_level_limit_is_recomputed(
         assert "reached the recursion level limit (3)" in row.reason, row.reason
         assert_view_matches_query(spark, "reach")
         spark.sql("INSERT INTO e VALUES (1, 2)")  # now 1 → 2 → 3 → 4: level 3 holds node 4
-        with pytest.raises(Exception, match="RECURSION_LEVEL_LIMIT_EXCEEDED"):
-            spark.sql(query).collect()
-        with pytest.raises(Exception, match="RECURSION_LEVEL_LIMIT_EXCEEDED"):
-            spark.sql("REFRESH MATERIALIZED VIEW reach")
+        assert_fails_as_spark_does(spark, query, "reach", "RECURSION_LEVEL_LIMIT_EXCEEDED")
         spark.sql("DELETE FROM e WHERE s = 3")
-        row = spark.sql("REFRESH MATERIALIZED VIEW reach").collect()[0]
-        assert row.mode == "INCREMENTAL", row.reason
-        assert_view_matches_query(spark, "reach")
-    finally:
-        spark.conf.unset("spark.sql.cteRecursionLevelLimit")
+        assert_refreshes_incrementally(spark, "reach")
 
 
 def test_a_missing_fixpoint_makes_the_refresh_full_then_incremental_again(

@@ -186,11 +186,12 @@ object CatalogBridge {
    * parameters it reads them from), so writes to a tracked table cost what writes to any
    * other table cost; Spark sizes the table from its files, as it does a table never
    * altered. Statistics with row or column counts (ANALYZE TABLE) are kept, as Spark keeps
-   * them until the next write. Views are left as they are: Hive keeps no statistics for them.
+   * them until the next write. Views and partitioned tables are left as they are: Hive
+   * computes no table statistics for them on alter_table (and so would keep the marker).
    */
   private def withoutSizeStatistics(table: CatalogTable): CatalogTable = {
     val counted = table.stats.exists(s => s.rowCount.isDefined || s.colStats.nonEmpty)
-    if (table.tableType == CatalogTableType.VIEW) table
+    if (table.tableType == CatalogTableType.VIEW || table.partitionColumnNames.nonEmpty) table
     else if (counted) table.copy(properties = table.properties + SkipHiveStatistics)
     else
       table.copy(
