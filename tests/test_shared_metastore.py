@@ -164,7 +164,7 @@ def test_two_refreshes_in_two_processes_apply_each_change_once(
         assert sorted(row[2] for row in done) == ([0, 5] if len(done) == 2 else [5])
         assert all(row[3] == 0 for row in done)
         after = b.call("meta", view="pair_mv")
-        assert after["refreshes"] == before["refreshes"] + len(done)
+        assert after["refreshes"] == before["refreshes"] + 1  # finding nothing is not counted
         assert after["rows_inserted"] == before["rows_inserted"] + 5
         assert after["row_count"] == before["row_count"] + 5
         for worker in (a, b):
