@@ -116,6 +116,11 @@ def assert_view_matches_query(spark: SparkSession, view: str) -> None:
         spark.catalog.setCurrentDatabase(current)
 
 
+def table_properties(spark: SparkSession, table: str) -> dict[str, str]:
+    """``SHOW TBLPROPERTIES table`` as {key: value}."""
+    return {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
+
+
 def view_description(spark: SparkSession, view: str) -> dict[str, str]:
     """``DESCRIBE MATERIALIZED VIEW EXTENDED view`` as {field: value} (its column rows come
     first, so a field such as ``Query`` wins over a column of that name)."""

@@ -6,13 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import assert_view_matches_query
+from conftest import assert_view_matches_query, table_properties
 from pyspark.sql import SparkSession
 from sparkmv.catalog import properties as keys
-
-
-def table_properties(spark: SparkSession, table: str) -> dict[str, str]:
-    return {row.key: row.value for row in spark.sql(f"SHOW TBLPROPERTIES {table}").collect()}
 
 
 def dependents(spark: SparkSession, table: str) -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from conftest import assert_view_matches_query, change_log_of, zset_counter
+from conftest import assert_view_matches_query, change_log_of, table_properties, zset_counter
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sparkmv.capture.change_log import ChangeLog
@@ -98,8 +98,7 @@ def test_untracked_tables_are_not_logged(spark: SparkSession, db: str) -> None:
     plan = spark.sql("EXPLAIN INSERT INTO u VALUES (2)").first()
     assert plan is not None and "CapturedWrite" not in plan[0]
     spark.sql("INSERT INTO u VALUES (2)")
-    properties = {r.key for r in spark.sql("SHOW TBLPROPERTIES u").collect()}
-    assert keys.TRACKING_LOG not in properties
+    assert keys.TRACKING_LOG not in table_properties(spark, "u")
     assert spark.table("u").count() == 2
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import assert_view_matches_query, multiset
+from conftest import assert_view_matches_query, multiset, table_properties
 from pyspark.sql import SparkSession
 from sparkmv.apply.snapshot import storage_root
 from sparkmv.catalog import properties as keys
@@ -238,15 +238,13 @@ def test_drop_database_cascade_drops_its_materialized_views_whole(
             for name in ("by_region", "ks", "regions")
         ]
         assert all(root.is_dir() for root in roots)
-        properties = {r.key for r in spark.sql("SHOW TBLPROPERTIES sales").collect()}
-        assert keys.TRACKING_LOG in properties
+        assert keys.TRACKING_LOG in table_properties(spark, "sales")
 
         spark.sql(f"DROP DATABASE {other} CASCADE")
 
         assert not spark.catalog.databaseExists(other)
         assert not any(root.exists() for root in roots)
-        properties = {r.key for r in spark.sql("SHOW TBLPROPERTIES sales").collect()}
-        assert keys.TRACKING_LOG not in properties  # no view reads it any more
+        assert keys.TRACKING_LOG not in table_properties(spark, "sales")  # no view reads it
         assert spark.sql("SHOW MATERIALIZED VIEWS").collect() == []  # reader went too
     finally:
         spark.sql(f"DROP DATABASE IF EXISTS {other} CASCADE")

@@ -211,7 +211,6 @@ def test_a_refresh_with_nothing_pending_runs_no_job(
     assert (row.mode, row.reason) == ("INCREMENTAL", "no base table changed since the last refresh")
     assert cost.jobs == 0
     assert cost.round_trips <= budget
-    print(f"nothing pending: {cost.round_trips} round trips")
     # nor a metastore write: the catalog says what it said (the refresh is not counted)
     assert view_description(spark, "v") == before
     assert_view_matches_query(spark, "v")
