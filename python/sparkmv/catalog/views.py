@@ -54,6 +54,7 @@ class ViewCatalog:
         self.spark = spark
         self._bridge = helper(spark, CATALOG_BRIDGE_CLASS)
         self._session: Any = spark._jsparkSession
+        self._bases_seen: dict[TableName, list[str]] = {}  # per view: its last refresh's bases
 
     def data_locations(self, table: TableName) -> list[tuple[dict[str, str | None] | None, str]]:
         """Where ``table``'s data lives: ``[(None, location)]`` if it is unpartitioned, else
@@ -114,10 +115,19 @@ class ViewCatalog:
 
     def refresh_facts(self, name: TableName) -> RefreshFacts:
         """What a refresh of the materialized view ``name`` (resolved here) reads from the
-        catalog, in one JVM call (``RefreshFacts``). Raises as ``get`` does."""
+        catalog, in one JVM call (``RefreshFacts``). Raises as ``get`` does.
+
+        The base tables this catalog saw at the view's last refresh are looked up with the
+        view itself: one metastore call instead of two when they share its database. Only a
+        hint: tables the view lists now and the hint missed are looked up after it."""
         found = json.loads(
             self._bridge.refreshFacts(
-                self._session, name.database, name.name, keys.BASE_TABLES, keys.TRACKING_LOG
+                self._session,
+                name.database,
+                name.name,
+                keys.BASE_TABLES,
+                keys.TRACKING_LOG,
+                json.dumps(self._bases_seen.get(name, [])),
             )
         )
         view = TableName(name.name.lower(), found["database"])
@@ -132,6 +142,7 @@ class ViewCatalog:
             for qualified, value in found["bases"].items()
         }
         files = {location: fs.statuses(listed) for location, listed in found["files"].items()}
+        self._bases_seen[name] = list(found["bases"])
         return RefreshFacts(metadata, bases, files, checked)
 
     def find_entry(self, name: TableName) -> CatalogEntry | None:

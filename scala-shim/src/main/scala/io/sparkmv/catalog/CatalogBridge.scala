@@ -47,27 +47,32 @@ object CatalogBridge {
    * a JSON object of `database` (the view's: `db`, or the current one when null; lower
    * case), `view` (its description, as `table` gives it, or null), `bases` (from `db.name` to
    * the description or null of each table its property `basesKey` lists, a JSON array of
-   * `db.name`; the `catalog.namespace.name` of other catalogs are left out) and `files` (from location to `FsBridge.listDataFiles` of each unpartitioned
-   * base table having property `trackedKey`).
+   * `db.name`; the `catalog.namespace.name` of other catalogs are left out) and `files`
+   * (from location to `FsBridge.listDataFiles` of each unpartitioned base table having
+   * property `trackedKey`).
+   *
+   * `expected` (a JSON array of `db.name`, possibly empty) is the caller's guess of the
+   * listed tables, from the view's last refresh: they are looked up with the view, in one
+   * metastore call per database (one in all when they share the view's), and only listed
+   * tables missing from the guess are looked up after the view is read. The guess never
+   * changes the answer, only how many metastore calls it takes.
    */
   def refreshFacts(
       spark: SparkSession,
       db: String,
       name: String,
       basesKey: String,
-      trackedKey: String): String = {
+      trackedKey: String,
+      expected: String): String = {
     val database = Option(db).getOrElse(spark.catalog.currentDatabase).toLowerCase(Locale.ROOT)
     val ident = TableIdentifier(name.toLowerCase(Locale.ROOT), Some(database))
-    val view = lookUp(spark, Seq(ident)).values.head
-    val listed = view.flatMap(_.properties.get(basesKey)).toSeq.flatMap { names =>
-      // `catalog.namespace.name`: a table of another catalog, not the session catalog's
-      json.readTree(names).elements().asScala.map(_.asText()).filter(_.count(_ == '.') == 1).map {
-        qualified =>
-        val dot = qualified.lastIndexOf('.')
-        TableIdentifier(qualified.substring(dot + 1), Some(qualified.substring(0, dot)))
-      }
-    }
-    val bases = lookUp(spark, listed)
+    val guessed = sessionTables(expected)
+    val fetched = lookUp(spark, ident +: guessed)
+    val view = fetched(key(ident))
+    val listed = view.flatMap(_.properties.get(basesKey)).toSeq.flatMap(sessionTables)
+    val unguessed = listed.filterNot(t => fetched.contains(key(t)))
+    val looked = fetched ++ lookUp(spark, unguessed)
+    val bases = listed.map(t => key(t) -> looked(key(t))).toMap
     val conf = spark.sparkContext.hadoopConfiguration
     val files = bases.values.flatten.collect {
       case t if t.partitionColumnNames.isEmpty && t.properties.contains(trackedKey) &&
@@ -83,6 +88,18 @@ object CatalogBridge {
         "files" -> files.toMap.asJava).asJava)
   }
 
+  /** The session catalog's tables of a JSON array of qualified names: `db.name` (a
+   * `catalog.namespace.name` names a table of another catalog, and is left out). */
+  private def sessionTables(names: String): Seq[TableIdentifier] =
+    json.readTree(names).elements().asScala.toSeq.map(_.asText()).filter(_.count(_ == '.') == 1)
+      .map { qualified =>
+        val dot = qualified.lastIndexOf('.')
+        TableIdentifier(qualified.substring(dot + 1), Some(qualified.substring(0, dot)))
+      }
+
+  /** `lookUp`'s key of a qualified `ident`. */
+  private def key(ident: TableIdentifier): String = s"${ident.database.get}.${ident.table}"
+
   /** Each of `idents` (qualified) by `db.name`, if it exists: one metastore call per database. */
   private def lookUp(
       spark: SparkSession,
@@ -94,10 +111,7 @@ object CatalogBridge {
         catch { case _: NoSuchNamespaceException => Seq.empty }
       existing.map(t => s"${db.get}.${t.identifier.table}".toLowerCase(Locale.ROOT) -> t)
     }.toMap
-    idents.map { ident =>
-      val key = s"${ident.database.get}.${ident.table}"
-      key -> found.get(key.toLowerCase(Locale.ROOT))
-    }.toMap
+    idents.map(ident => key(ident) -> found.get(key(ident).toLowerCase(Locale.ROOT))).toMap
   }
 
   /** The description `table` returns (also what a captured write carries, `Capture`). */
