@@ -33,8 +33,9 @@ from sparkmv.capture.writes import WriteCapture
 from sparkmv.commands import view_entry_guard
 from sparkmv.commands.context import CommandContext
 from sparkmv.commands.on_commit import refresh_immediate_views
-from sparkmv.config import EXCEPTION_CLASS
+from sparkmv.config import EXCEPTION_CLASS, PY4J_SOCKETS_CLASS
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.jvm import helper
 from sparkmv.parse.statements import TableName
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ class Handler:
 
     def execute(self, kind: str, sql_text: str, session: Any) -> Any:
         try:
-            with running.call(), nested_call():
+            with running.call(), nested_call(self.spark):
                 rows = commands.execute(self.context_of(session), sql_text)
         except BaseException as error:
             return self.to_java_error(error, sql_text)
@@ -75,7 +76,7 @@ class Handler:
     ) -> Any:
         name = TableName(table, database)
         try:
-            with running.call(), nested_call():
+            with running.call(), nested_call(self.spark):
                 if phase == "BEFORE":
                     return self.writes.before(name, detail)
                 if phase == "AFTER":
@@ -99,7 +100,7 @@ class Handler:
     ) -> Any:
         name = TableName(table, database)
         try:
-            with running.call(), nested_call():
+            with running.call(), nested_call(self.spark):
                 context = self.context_of(session)
                 result = run_row_level_write(
                     context.tracking, kind, name, changes, unsupported, tuple(assigned)
@@ -186,10 +187,26 @@ own; one handler per attached session)."""
 
 
 @contextmanager
-def nested_call() -> Iterator[None]:
+def nested_call(spark: SparkSession) -> Iterator[None]:
     """How sparkmv runs inside a user's Spark call (the shim calls it back over py4j)."""
+    without_nagle(spark)
     with quiet_pyspark_error_logs(), without_call_sites():
         yield
+
+
+_connection_set_up = threading.local()
+
+
+def without_nagle(spark: SparkSession) -> None:
+    """Turn Nagle's algorithm off on the JVM's end of the py4j connection this callback
+    arrived on, once per connection (py4j serves each on a Python thread of its own): one
+    round trip the first time. Otherwise every JVM answer of 8-64 KiB to the calls sparkmv
+    makes over it would wait about 40 ms for a delayed acknowledgement (``Py4jSockets``)."""
+    if getattr(_connection_set_up, "done", False):
+        return
+    _connection_set_up.done = True
+    gateway: Any = spark.sparkContext._gateway
+    helper(spark, PY4J_SOCKETS_CLASS).noDelay(gateway.java_gateway_server)
 
 
 PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")

@@ -15,6 +15,7 @@ EXTENSION_CLASS = "io.sparkmv.SparkMvExtensions"
 
 HANDLER_REGISTRY_CLASS = "io.sparkmv.bridge.MvHandlerRegistry"
 EXCEPTION_CLASS = "io.sparkmv.bridge.SparkMvException"
+PY4J_SOCKETS_CLASS = "io.sparkmv.bridge.Py4jSockets"
 CATALOG_BRIDGE_CLASS = "io.sparkmv.catalog.CatalogBridge"
 CHANGELOG_BRIDGE_CLASS = "io.sparkmv.catalog.ChangelogBridge"
 FS_BRIDGE_CLASS = "io.sparkmv.fs.FsBridge"
