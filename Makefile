@@ -8,7 +8,7 @@ SERVER_INSTALLED := $(VENV)/.installed-server
 JAR := python/sparkmv/jars/sparkmv-shim.jar
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-refresh bench-irrelevance bench-recursive bench-tpch bench-crossover clean
+.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-refresh bench-irrelevance bench-recursive bench-tpch bench-crossover clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -85,6 +85,10 @@ bench-capture: $(INSTALLED) $(JAR)
 # A single-row INSERT with an ON COMMIT aggregate view vs with an ON DEMAND one (1M rows).
 bench-on-commit: $(INSTALLED) $(JAR)
 	$(PY) bench/on_commit.py
+
+# The demo's refresh and a refresh with nothing pending, per window of 60 rounds (cold to warm JVM).
+bench-fixed-cost: $(INSTALLED) $(JAR)
+	$(PY) bench/fixed_cost.py
 
 # Incremental vs full refresh after 0.1% inserted + 0.1% deleted, fact of 1M and 10M rows.
 bench-refresh: $(INSTALLED) $(JAR)
