@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import statistics
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -40,6 +41,15 @@ def bench_session(warehouse: str) -> SparkSession:
             "spark.driver.memory": "4g",
         },
     )
+
+
+def bench_database(name: str) -> SparkSession:
+    """``bench_session`` over a fresh temporary warehouse, with database ``bench_<name>``
+    created and current."""
+    spark = bench_session(tempfile.mkdtemp(prefix=f"sparkmv-bench-{name.replace('_', '-')}-"))
+    spark.sql(f"CREATE DATABASE bench_{name}")
+    spark.sql(f"USE bench_{name}")
+    return spark
 
 
 def print_header(header: str) -> None:

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import statistics
 import sys
-import tempfile
 
-from common import Py4jCalls, Timed, bench_session, mismatch, print_header, refresh
+from common import Py4jCalls, Timed, bench_database, mismatch, print_header, refresh
 
 TABLES = (
     "CREATE TABLE stores (id INT, region STRING) USING parquet",
@@ -51,9 +50,7 @@ def window_row(label: str, timed: Timed, start: int, stop: int) -> str:
 def main() -> None:
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 60
     window = int(sys.argv[2]) if len(sys.argv) > 2 else 10
-    spark = bench_session(tempfile.mkdtemp(prefix="sparkmv-bench-fixed-cost-"))
-    spark.sql("CREATE DATABASE bench_fixed_cost")
-    spark.sql("USE bench_fixed_cost")
+    spark = bench_database("fixed_cost")
     for statement in TABLES:
         spark.sql(statement)
     spark.sql(f"CREATE MATERIALIZED VIEW sales_by_region AS {VIEW}")

@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import statistics
 import sys
-import tempfile
 
-from common import Timed, bench_session, measure, mismatch, print_header
+from common import Timed, bench_database, measure, mismatch, print_header
 from pyspark.sql import SparkSession
 
 VIEW = "SELECT k, count(*) AS n, sum(v) AS total FROM {table} GROUP BY k"
@@ -32,9 +31,7 @@ def load(spark: SparkSession, table: str, rows: int) -> None:
 def main() -> None:
     rows = int(sys.argv[1]) if len(sys.argv) > 1 else 1_000_000
     inserts = int(sys.argv[2]) if len(sys.argv) > 2 else 30
-    spark = bench_session(tempfile.mkdtemp(prefix="sparkmv-bench-on-commit-"))
-    spark.sql("CREATE DATABASE bench_on_commit")
-    spark.sql("USE bench_on_commit")
+    spark = bench_database("on_commit")
     timed = {"ON COMMIT": Timed(), "ON DEMAND": Timed()}
     for trigger, table in (("ON COMMIT", "immediate"), ("ON DEMAND", "deferred")):
         load(spark, table, rows)

@@ -23,9 +23,8 @@ one's seconds, the ratio full / incremental (one run), Spark jobs and py4j round
 from __future__ import annotations
 
 import sys
-import tempfile
 
-from common import Py4jCalls, Timed, bench_session, mismatch, print_header, refresh
+from common import Py4jCalls, Timed, bench_database, mismatch, print_header, refresh
 
 QUERY = (
     "WITH RECURSIVE r(s, d, len) AS (SELECT s, d, 1 FROM e UNION ALL"
@@ -38,10 +37,8 @@ def main() -> None:
     edges = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
     nodes = edges // 2
     changed = max(1, edges // 2000)  # inserted, and as many deleted: 0.1 % of the edges
-    spark = bench_session(tempfile.mkdtemp(prefix="sparkmv-bench-recursive-"))
+    spark = bench_database("recursive")
     spark.conf.set("spark.sparkmv.refresh.costBased", "false")
-    spark.sql("CREATE DATABASE bench_recursive")
-    spark.sql("USE bench_recursive")
     spark.sql("CREATE TABLE e (s INT, d INT) USING parquet")
     spark.sql(
         f"INSERT INTO e SELECT CAST(pmod(id, {nodes}) AS INT) AS s,"
