@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from py4j.protocol import Py4JJavaError
+from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import utils as pyspark_errors_utils
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.logger import PySparkLogger
@@ -201,12 +201,16 @@ def without_nagle(spark: SparkSession) -> None:
     """Turn Nagle's algorithm off on the JVM's end of the py4j connection this callback
     arrived on, once per connection (py4j serves each on a Python thread of its own): one
     round trip the first time. Otherwise every JVM answer of 8-64 KiB to the calls sparkmv
-    makes over it would wait about 40 ms for a delayed acknowledgement (``Py4jSockets``)."""
+    makes over it would wait about 40 ms for a delayed acknowledgement (``Py4jSockets``).
+    Only an optimization: a failure is logged, and the call goes on."""
     if getattr(_connection_set_up, "done", False):
         return
     _connection_set_up.done = True
     gateway: Any = spark.sparkContext._gateway
-    helper(spark, PY4J_SOCKETS_CLASS).noDelay(gateway.java_gateway_server)
+    try:
+        helper(spark, PY4J_SOCKETS_CLASS).noDelay(gateway.java_gateway_server)
+    except Py4JError:
+        log.warning("could not turn Nagle's algorithm off on a py4j connection", exc_info=True)
 
 
 PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
