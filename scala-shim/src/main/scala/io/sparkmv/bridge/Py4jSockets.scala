@@ -14,10 +14,10 @@ import py4j.{GatewayServer, PythonClient}
 object Py4jSockets {
 
   /**
-   * Turns Nagle's algorithm off on the connection the calling JVM thread talks to Python
-   * over, if py4j keeps one per thread (`PythonClient`, PySpark's pinned-thread mode): the
-   * connection a callback from this thread arrived on, over which the callee calls back.
-   * Returns whether there was one.
+   * Turns Nagle's algorithm off on the connection the calling JVM thread calls Python back
+   * over, if py4j keeps one per thread (`PythonClient`, PySpark's pinned-thread mode). Called
+   * from a handler, the calling thread is the one that called the handler, and the handler's
+   * own calls into the JVM come in over that same connection. Returns whether there was one.
    */
   def noDelay(gatewayServer: AnyRef): Boolean = gatewayServer match {
     case server: GatewayServer =>
