@@ -86,7 +86,7 @@ bench-capture: $(INSTALLED) $(JAR)
 bench-on-commit: $(INSTALLED) $(JAR)
 	$(PY) bench/on_commit.py
 
-# The demo's refresh and a refresh with nothing pending, per window of 60 rounds (cold to warm JVM).
+# The demo's refresh and a refresh with nothing pending: 60 rounds, medians per 10 (cold to warm JVM).
 bench-fixed-cost: $(INSTALLED) $(JAR)
 	$(PY) bench/fixed_cost.py
 
