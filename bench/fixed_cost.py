@@ -19,19 +19,12 @@ from __future__ import annotations
 
 import statistics
 import sys
+from pathlib import Path
 
 from common import Py4jCalls, Timed, bench_database, mismatch, print_header, refresh
 
-TABLES = (
-    "CREATE TABLE stores (id INT, region STRING) USING parquet",
-    "CREATE TABLE sales (store_id INT, amount DECIMAL(10,2)) USING parquet",
-    "INSERT INTO stores VALUES (1, 'north'), (2, 'south'), (3, 'west')",
-    "INSERT INTO sales VALUES (1, 10.00), (1, 5.50), (2, 7.25), (3, 1.00)",
-)
-VIEW = (
-    "SELECT d.region, SUM(s.amount) AS total, COUNT(*) AS n "
-    "FROM sales s JOIN stores d ON s.store_id = d.id GROUP BY d.region"
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
+from demo import TABLES, VIEW_QUERY  # the demo's own tables and view
 
 
 def window_row(label: str, timed: Timed, start: int, stop: int) -> str:
@@ -53,7 +46,7 @@ def main() -> None:
     spark = bench_database("fixed_cost")
     for statement in TABLES:
         spark.sql(statement)
-    spark.sql(f"CREATE MATERIALIZED VIEW sales_by_region AS {VIEW}")
+    spark.sql(f"CREATE MATERIALIZED VIEW sales_by_region AS {VIEW_QUERY}")
     calls = Py4jCalls(spark)
     changed, idle = Timed(), Timed()
     for i in range(rounds):
@@ -77,7 +70,7 @@ def main() -> None:
         f"{changed.mode}), nothing pending {warm_idle:.1f} ms (target < 30 ms, "
         f"{max(idle.jobs)} jobs at most)"
     )
-    found = mismatch(spark, "sales_by_region", VIEW)
+    found = mismatch(spark, "sales_by_region", VIEW_QUERY)
     print(f"sales_by_region: {'OK' if found is None else 'WRONG ' + found}")
     spark.stop()
 
