@@ -36,26 +36,25 @@ state instead (``plan/aggregate_view.py``), so unchanged groups are never read.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from sparkmv import frames
 from sparkmv.analyze.relational import Aggregate, AggregateCall, NotMaintainableError
 from sparkmv.config import ANSI_CONF
 from sparkmv.delta.engine import (
     DeltaEngine,
     DeltaRule,
     Version,
-    spark_expression,
     sql_expression,
 )
 from sparkmv.delta.relation import WEIGHT_SQL, Relation
 from sparkmv.parse.statements import quote_identifier as _q
 from sparkmv.stored_columns import COUNT_COLUMN, GROUP_KEY_PREFIX
-from sparkmv.zset import WEIGHT, consolidate, materialized
+from sparkmv.zset import WEIGHT, materialized
 
 SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 MAX_SUMMED_PRECISION = 27
@@ -165,24 +164,53 @@ def result_types(node: Aggregate, child: DataFrame) -> ResultTypes:
 
     One probe, analyzed once: a struct of the calls, of each ``SUM``/``AVG`` argument and its
     ``SUM``, and of each distinct argument (``first(x)`` has ``x``'s type)."""
+    probe = child.agg(F.expr(_types_probe(node))).schema.fields[0].dataType
+    ansi = child.sparkSession.conf.get(ANSI_CONF, "true") == "true"
+    return _types_found(node, probe, ansi)
+
+
+def result_types_in(node: Aggregate, engine: DeltaEngine) -> ResultTypes:
+    """``result_types`` over ``node``'s input in ``engine``, probed once per engine (the
+    types are those of every version and of the change) by one SQL query over the input as
+    it is now."""
+    key = ("result types", id(node))
+    found = engine.derived.get(key)
+    if not isinstance(found, ResultTypes):
+        spark = engine.views.spark
+        child = engine.value(node.child, Version.NEW).subquery("t")
+        probe = frames.schema(frames.sql(spark, f"SELECT {_types_probe(node)} FROM {child}"))
+        ansi = spark.conf.get(ANSI_CONF, "true") == "true"
+        found = _types_found(node, probe.fields[0].dataType, ansi)
+        engine.derived[key] = found
+    return found
+
+
+def _summed(node: Aggregate) -> list[int]:
+    """The calls that keep a sum (their indexes)."""
+    return [i for i, c in enumerate(node.calls) if c.argument is not None and _sums(c)]
+
+
+def _types_probe(node: Aggregate) -> str:
+    """The probe of ``result_types``: one ``named_struct`` over ``node``'s input (SQL)."""
     probes = [call.sql() for call in node.calls]
-    summed = [i for i, c in enumerate(node.calls) if c.argument is not None and _sums(c)]
-    for index in summed:
+    for index in _summed(node):
         argument = node.calls[index].argument
         assert argument is not None
         probes += [f"first({sql_expression(argument)})", f"sum({sql_expression(argument)})"]
     probes += [f"first({sql_expression(a)})" for a in distinct_arguments(node)]
     fields = ", ".join(f"'p{i}', {probe}" for i, probe in enumerate(probes))
-    probe = child.agg(F.expr(f"named_struct({fields})")).schema.fields[0].dataType
+    return f"named_struct({fields})"
+
+
+def _types_found(node: Aggregate, probe: T.DataType, ansi: bool) -> ResultTypes:
+    """``ResultTypes`` from the type of ``_types_probe``."""
     assert isinstance(probe, T.StructType)
     found = [field.dataType for field in probe.fields]
     calls, found = found[: len(node.calls)], found[len(node.calls) :]
     sums: list[T.DataType | None] = [None] * len(node.calls)
-    if summed:
-        ansi = child.sparkSession.conf.get(ANSI_CONF, "true") == "true"
-        for index in summed:
-            _check_summable(node.calls[index], found[0], ansi)
-            sums[index], found = found[1], found[2:]
+    for index in _summed(node):
+        _check_summable(node.calls[index], found[0], ansi)
+        sums[index], found = found[1], found[2:]
     return ResultTypes(tuple(calls), tuple(sums), tuple(found))
 
 
@@ -270,26 +298,16 @@ def _needs_rows(node: Aggregate, change: bool) -> bool:
     )
 
 
-def group_state(
-    node: Aggregate, zset: DataFrame, types: ResultTypes, *, positive: bool, change: bool = False
-) -> DataFrame:
-    """The state of each group of ``zset`` (``node``'s input as a Z-set): keys, then
-    ``state_columns``. ``positive``: every weight is positive (an evaluation of the tables
-    as they are now), so the rows present need no consolidation. ``change``: ``zset`` is a
-    change, and the state gets the deleted extremes (``removed_extreme_column``) too; the
-    distinct counts and sums are then NULL (they follow from the value counters,
-    ``value_counters_sql``, and those of the stored state). ``group_state_sql`` as a DataFrame.
-    """
-    rows = zset if positive or not _needs_rows(node, change) else consolidate(zset)
-    keys = [F.expr(f"{k} AS {_q(key_column(i))}") for i, k in enumerate(_keys_sql(node))]
-    return rows.groupBy(*keys).agg(*(F.expr(a) for a in _state_aggregates(node, types, change)))
-
-
 def group_state_sql(
     node: Aggregate, source: str, types: ResultTypes, *, positive: bool, change: bool = False
 ) -> str:
-    """``group_state`` as a Spark SQL query over ``source`` (a FROM item: ``node``'s input as a
-    Z-set, its columns ``node.child.outputs`` and the weight)."""
+    """The state of each group of ``source`` (a FROM item: ``node``'s input as a Z-set, its
+    columns ``node.child.outputs`` and the weight), as a Spark SQL query: keys, then
+    ``state_columns``. ``positive``: every weight is positive (an evaluation of the tables
+    as they are now), so the rows present need no consolidation. ``change``: ``source`` is a
+    change, and the state gets the deleted extremes (``removed_extreme_column``) too; the
+    distinct counts and sums are then NULL (they follow from the value counters,
+    ``value_counters_sql``, and those of the stored state)."""
     if not positive and _needs_rows(node, change):
         source = f"({consolidated_rows(source, list(node.child.outputs))}) AS {_q('__rows')}"
     keys = _keys_sql(node)
@@ -351,11 +369,6 @@ def call_values_sql(node: Aggregate, types: ResultTypes) -> list[str]:
     return values
 
 
-def call_values(node: Aggregate, types: ResultTypes) -> list[Column]:
-    """``call_values_sql`` as columns."""
-    return [F.expr(value) for value in call_values_sql(node, types)]
-
-
 def _sum_or_avg(call: AggregateCall, index: int, types: ResultTypes) -> str:
     """``SUM = s`` and ``AVG = s / n`` (Spark's ``Average``: a decimal sum divided by the count
     as DECIMAL(20, 0), else both as DOUBLE), NULL while no value is counted."""
@@ -369,53 +382,60 @@ def _sum_or_avg(call: AggregateCall, index: int, types: ResultTypes) -> str:
     return f"CASE WHEN {n} > 0 THEN {value} END"
 
 
-def finalize(node: Aggregate, state: DataFrame, types: ResultTypes) -> DataFrame:
-    """``node``'s rows (a Z-set of weight 1) from its groups' state: the groups that exist
-    (``COUNT(*) > 0``; a global aggregate's one row always)."""
-    keys = [F.col(key_column(i)).alias(o) for i, o in enumerate(node.key_outputs)]
-    rows = state.where(F.col(COUNT_COLUMN) > 0) if node.keys else state
-    return rows.select(*keys, *call_values(node, types), F.lit(1).cast("long").alias(WEIGHT))
+def finalized_sql(node: Aggregate, state: str, types: ResultTypes, weight: int = 1) -> str:
+    """``node``'s rows from its groups' state (the FROM item ``state``), each with ``weight``:
+    the groups that exist (``COUNT(*) > 0``; a global aggregate's one row always)."""
+    keys = [f"{_q(key_column(i))} AS {_q(o)}" for i, o in enumerate(node.key_outputs)]
+    selected = [*keys, *call_values_sql(node, types), f"CAST({weight} AS BIGINT) AS {WEIGHT_SQL}"]
+    exists = f" WHERE {_q(COUNT_COLUMN)} > 0" if node.keys else ""
+    return f"SELECT {', '.join(selected)} FROM {state}{exists}"
+
+
+def _state(node: Aggregate, source: str, types: ResultTypes, *, positive: bool) -> str:
+    """``group_state_sql`` as a FROM item."""
+    return f"({group_state_sql(node, source, types, positive=positive)}) AS {_q('s')}"
 
 
 def evaluate(node: Aggregate, version: Version, engine: DeltaEngine) -> Relation:
-    child = engine.evaluate(node.child, version)
-    types = result_types(node, child)
-    state = group_state(node, child, types, positive=version is Version.NEW)
-    return engine.relation(finalize(node, state, types))
+    child = engine.value(node.child, version).subquery("r")
+    types = result_types_in(node, engine)
+    state = _state(node, child, types, positive=version is Version.NEW)
+    return engine.query(finalized_sql(node, state, types))
 
 
-def _restricted(node: Aggregate, zset: DataFrame, groups: DataFrame) -> DataFrame:
-    """The rows of ``zset`` in the groups (key columns) of ``groups``."""
-    if not node.keys:
-        return zset
-    same = [
-        spark_expression(key).eqNullSafe(F.col(key_column(i))) for i, key in enumerate(node.keys)
-    ]
-    return zset.join(groups, reduce(lambda a, b: a & b, same), "left_semi")
+def _restricted(node: Aggregate, zset: Relation, groups: Relation | None) -> str:
+    """The rows of ``zset`` in the groups (key columns) of ``groups`` (None: every row), as
+    a FROM item."""
+    if groups is None:
+        return zset.subquery("r")
+    same = " AND ".join(
+        f"({sql_expression(key)}) <=> {_q('k')}.{_q(key_column(i))}"
+        for i, key in enumerate(node.keys)
+    )
+    rows = f"SELECT * FROM {zset.subquery('r')} LEFT SEMI JOIN {groups.subquery('k')} ON {same}"
+    return f"({rows}) AS {_q('g')}"
 
 
 def delta(node: Aggregate, engine: DeltaEngine) -> Relation:
-    return engine.relation(changed_groups(node, engine))
-
-
-def changed_groups(node: Aggregate, engine: DeltaEngine) -> DataFrame:
-    """``Δγ(R)``: the changed groups' new rows (weight +1) and old rows (weight −1)."""
-    change = engine.delta(node.child)
-    groups = change.select(
-        *(spark_expression(k).alias(key_column(i)) for i, k in enumerate(node.keys))
-    ).distinct()
-    if node.keys:  # read by both terms below (a global aggregate reads no groups)
-        groups = materialized(groups)
+    """``Δγ(R)``: the changed groups' new rows (weight +1) and old rows (weight −1), each
+    term one query over the groups ``K(ΔR)``, computed once (a job) as both terms read them."""
+    groups = _changed_groups(node, engine) if node.keys else None
+    types = result_types_in(node, engine)
     terms = []
     for version, sign in ((Version.NEW, 1), (Version.OLD, -1)):
-        child = engine.evaluate(node.child, version)
-        types = result_types(node, child)
-        state = group_state(
-            node, _restricted(node, child, groups), types, positive=version is Version.NEW
-        )
-        rows = finalize(node, state, types)
-        terms.append(rows.withColumn(WEIGHT, F.lit(sign).cast("long")))
-    return terms[0].union(terms[1])
+        rows = _restricted(node, engine.value(node.child, version), groups)
+        state = _state(node, rows, types, positive=version is Version.NEW)
+        terms.append(f"({finalized_sql(node, state, types, sign)})")
+    return engine.query(" UNION ALL ".join(terms))
+
+
+def _changed_groups(node: Aggregate, engine: DeltaEngine) -> Relation:
+    """``K(ΔR)``: the keys of the groups the change touches, computed now."""
+    keys = ", ".join(
+        f"({sql_expression(key)}) AS {_q(key_column(i))}" for i, key in enumerate(node.keys)
+    )
+    found = engine.query(f"SELECT DISTINCT {keys} FROM {engine.change(node.child).subquery('d')}")
+    return engine.relation(materialized(found.frame))
 
 
 def describe(node: Aggregate, version: Version | None, engine: DeltaEngine) -> str:

@@ -13,52 +13,56 @@ counter per row instead (``apply``), so nothing is recounted.
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-
 from sparkmv.analyze.relational import Distinct
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
-from sparkmv.delta.relation import Relation
-from sparkmv.zset import WEIGHT, column, consolidate, materialized
+from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_sql
+from sparkmv.parse.statements import quote_identifier as _q
+from sparkmv.zset import materialized
 
 
-def distinct(zset: DataFrame) -> DataFrame:
-    """The rows of ``zset`` with positive total weight, once each."""
-    return consolidate(zset).where(column(WEIGHT) > 0).withColumn(WEIGHT, F.lit(1).cast("long"))
+def distinct_sql(zset: Relation, columns: list[str]) -> str:
+    """The rows of ``zset`` (its ``columns`` and the weight) with positive total weight, once
+    each, as a Z-set of weight 1 (SQL)."""
+    names = "".join(f"{_q(c)}, " for c in columns)
+    counted = f"({consolidated_sql(zset, columns)}) AS {_q('d')}"
+    return f"SELECT {names}CAST(1 AS BIGINT) AS {WEIGHT_SQL} FROM {counted} WHERE {WEIGHT_SQL} > 0"
 
 
 def evaluate(node: Distinct, version: Version, engine: DeltaEngine) -> Relation:
-    return engine.relation(distinct(engine.evaluate(node.child, version)))
+    return engine.query(distinct_sql(engine.value(node.child, version), list(node.outputs)))
 
 
 def delta(node: Distinct, engine: DeltaEngine) -> Relation:
-    return engine.relation(counted_change(node, engine))
-
-
-def counted_change(node: Distinct, engine: DeltaEngine) -> DataFrame:
-    change = materialized(consolidate(engine.delta(node.child)))  # read twice below
-    keys = [f"__k{index}" for index in range(len(node.outputs))]
-    changed_rows = change.select(
-        *(column(o).alias(k) for o, k in zip(node.outputs, keys, strict=True))
+    """``Δδ(R)(t) = [n_old(t) + ΔR(t) > 0] − [n_old(t) > 0]`` for the rows ``t`` of the
+    consolidated ``ΔR`` (computed now: read twice below), ``n_old`` counted in ``R_old ⋉ ΔR``
+    (null-safe on every column)."""
+    columns = list(node.outputs)
+    consolidated = engine.query(consolidated_sql(engine.change(node.child), columns))
+    change = engine.relation(materialized(consolidated.frame))
+    keys = [f"__k{index}" for index in range(len(columns))]
+    same = " AND ".join(f"{_q(o)} <=> {_q(k)}" for o, k in zip(columns, keys, strict=True))
+    renamed = ", ".join(f"{_q(o)} AS {_q(k)}" for o, k in zip(columns, keys, strict=True))
+    changed_rows = f"(SELECT {renamed} FROM {change.subquery('c')}) AS {_q('t')}"
+    old_rows = engine.query(
+        f"SELECT * FROM {engine.value(node.child, Version.OLD).subquery('o')}"
+        f" LEFT SEMI JOIN {changed_rows} ON {same}"
     )
-    same = reduce(
-        lambda a, b: a & b,
-        [column(o).eqNullSafe(column(k)) for o, k in zip(node.outputs, keys, strict=True)],
+    old_counts = (
+        f"(SELECT {renamed}, {WEIGHT_SQL} AS {_q('__old')}"
+        f" FROM ({consolidated_sql(old_rows, columns)}) AS {_q('n')}) AS {_q('b')}"
     )
-    old = engine.evaluate(node.child, Version.OLD).join(changed_rows, same, "left_semi")
-    old_counts = consolidate(old).select(
-        *(column(o).alias(k) for o, k in zip(node.outputs, keys, strict=True)),
-        column(WEIGHT).alias("__old"),
+    before = f"coalesce({_q('__old')}, 0)"
+    after = f"{before} + {WEIGHT_SQL}"
+    weight = (
+        f"CAST((CASE WHEN {after} > 0 THEN 1 ELSE 0 END)"
+        f" - (CASE WHEN {before} > 0 THEN 1 ELSE 0 END) AS BIGINT)"
     )
-    joined = change.join(old_counts, same, "left")
-    before = F.coalesce(column("__old"), F.lit(0))
-    after = before + column(WEIGHT)
-    weight = F.when(after > 0, 1).otherwise(0) - F.when(before > 0, 1).otherwise(0)
-    return (
-        joined.select(*(column(o) for o in node.outputs), weight.cast("long").alias(WEIGHT))
-    ).where(column(WEIGHT) != 0)
+    names = "".join(f"{_q(o)}, " for o in columns)
+    counted = (
+        f"SELECT {names}{weight} AS {WEIGHT_SQL}"
+        f" FROM {change.subquery('a')} LEFT JOIN {old_counts} ON {same}"
+    )
+    return engine.query(f"SELECT * FROM ({counted}) AS {_q('w')} WHERE {WEIGHT_SQL} <> 0")
 
 
 def describe(node: Distinct, version: Version | None, engine: DeltaEngine) -> str:

@@ -126,6 +126,7 @@ class DeltaEngine:
         values: dict[tuple[int, Version], tuple[Node, Relation]] | None = None,
         fixpoints: Fixpoints | None = None,
         bindings: Mapping[int, Relation] | None = None,
+        derived: dict[tuple[str, int], object] | None = None,
     ) -> None:
         self.tables = tables
         self.fixpoints = Fixpoints() if fixpoints is None else fixpoints
@@ -146,6 +147,9 @@ class DeltaEngine:
         self._labels: dict[int, str] | None = None  # shared subtrees' names in ``describe``
         self._definitions: dict[tuple[int, Version | None], str] = {}
         self.memo: dict[tuple[str, int], Relation] = {}  # a rule's own results, by node
+        # What a rule learned by analysis (e.g. an aggregate's result types), by node: the
+        # same in every version, so shared with the engines made from this one.
+        self.derived: dict[tuple[str, int], object] = {} if derived is None else derived
 
     def __enter__(self) -> DeltaEngine:
         return self
@@ -157,7 +161,13 @@ class DeltaEngine:
         """This engine with the scans' changes screened by ``screens`` (values are not
         screened: the two engines share them, and their temporary views)."""
         return DeltaEngine(
-            self.tables, self._rules, self.views, screens, self._values, self.fixpoints
+            self.tables,
+            self._rules,
+            self.views,
+            screens,
+            self._values,
+            self.fixpoints,
+            derived=self.derived,
         )
 
     def with_tables(self, tables: Mapping[str, BaseState]) -> DeltaEngine:
@@ -171,7 +181,15 @@ class DeltaEngine:
             if key[1] is Version.NEW
             and not any(isinstance(node, (Recursive, RecursiveRef)) for node in walk(known[0]))
         }
-        return DeltaEngine(tables, self._rules, self.views, self.screens, values, self.fixpoints)
+        return DeltaEngine(
+            tables,
+            self._rules,
+            self.views,
+            self.screens,
+            values,
+            self.fixpoints,
+            derived=self.derived,
+        )
 
     def bound(self, bindings: Mapping[int, Relation], below: Node) -> DeltaEngine:
         """This engine with ``RecursiveRef``s bound to Z-sets (``bindings``, by id): an
@@ -188,6 +206,7 @@ class DeltaEngine:
             values,
             self.fixpoints,
             {**self.bindings, **bindings},
+            self.derived,
         )
 
     def analyzing(self) -> DeltaEngine:

@@ -8,8 +8,9 @@ Spark once, from one ``spark.sql`` call. Built with PySpark's DataFrame API inst
 column, alias and join is a py4j round trip and an analysis of the plan built so far: a
 refresh of a 32-table view cost 12,000 round trips, most of its time.
 
-A rule that needs a DataFrame (aggregates, DISTINCT) reads ``frame``; its result becomes SQL
-again as a temporary view. The views are registered under names no user picks
+A rule that must compute a Z-set now (the keys of the groups a change touches, a DISTINCT's
+consolidated change: each read twice, ``zset.materialized``) reads ``frame``; its result
+becomes SQL again as a temporary view. The views are registered under names no user picks
 (``__sparkmv_<hex>_<n>``) and dropped when the engine closes: a DataFrame built from them keeps
 their plans (Spark inlines a temporary view when it analyzes a query), so it outlives them.
 """
