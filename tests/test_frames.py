@@ -35,17 +35,44 @@ def test_collect_arrow_raises_the_error_that_failed_the_job(spark: SparkSession)
             frames.collect_arrow(failing, "test")
 
 
-def test_metrics_observed_below_a_temporary_view_arrive(spark: SparkSession) -> None:
+@pytest.mark.parametrize("action", ["collect_arrow", "local_checkpoint", "write"])
+def test_metrics_observed_below_a_temporary_view_arrive(
+    spark: SparkSession, tmp_path: Path, action: str
+) -> None:
     """An action over ``spark.sql`` of a temporary view of an observed DataFrame: Spark finds
-    the observation only in the analyzed plan, which ``collect_arrow`` runs."""
-    observed, metrics = observe(spark.range(10), "test_below_view", {"n": "count(1)"})
+    the observation only in the analyzed plan, which ``frames.sql``'s DataFrame is over."""
+    observed, metrics = observe(spark.range(10), f"test_below_view_{action}", {"n": "count(1)"})
     views = TempViews(spark)
     try:
         query = frames.sql(spark, f"SELECT id FROM {views.name_of(observed)} WHERE id < 3")
+        if action == "collect_arrow":
+            assert frames.collect_arrow(query, "test").num_rows == 3
+        elif action == "local_checkpoint":
+            assert query.localCheckpoint(eager=True).count() == 3
+        else:
+            query.write.parquet(str(tmp_path / "written"))
     finally:
         views.drop()
-    assert frames.collect_arrow(query, "test").num_rows == 3
     assert metrics.get() == {"n": 10}
+    assert metrics.counts() == {"n": 10}
+
+
+def test_metrics_no_action_ran_are_missing_at_once(spark: SparkSession) -> None:
+    """Metrics of a DataFrame no action ran: none (no wait); ``counts`` refuses to guess."""
+    _, metrics = observe(spark.range(10), "test_never_ran", {"n": "count(1)"})
+    assert metrics.get() is None
+    with pytest.raises(RuntimeError, match="no action carried"):
+        metrics.counts()
+
+
+def test_metrics_of_a_pruned_plan_are_missing_and_count_zero(spark: SparkSession) -> None:
+    """An observed plan joined to an empty relation: Spark's optimizer replaces the join,
+    observation included, by an empty relation. No metrics (``get``), zero ``counts``."""
+    observed, metrics = observe(spark.range(10), "test_pruned", {"n": "count(1)"})
+    empty = frames.empty(spark, T.StructType([T.StructField("id", T.LongType())]))
+    assert observed.join(empty, "id").count() == 0
+    assert metrics.get() is None
+    assert metrics.counts() == {"n": 0}
 
 
 def test_parquet_reads_are_united_in_one_round_trip(spark: SparkSession, tmp_path: Path) -> None:

@@ -34,9 +34,10 @@ def bridge(spark: SparkSession) -> StaticMethods:
 
 
 def sql(spark: SparkSession, text: str) -> DataFrame:
-    """``spark.sql(text)``, analyzed (errors surface here, as there)."""
+    """``spark.sql(text)``, analyzed (errors surface here, as there); an observation in a
+    temporary view it reads completes when an action runs it (``FrameBridge.sql``)."""
     session: Any = spark._jsparkSession
-    return DataFrame(session.sql(text), spark)
+    return DataFrame(bridge(spark).sql(session, text), spark)
 
 
 def sql_in(spark: SparkSession, text: str, database: str) -> DataFrame:

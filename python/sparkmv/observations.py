@@ -27,21 +27,35 @@ class Metrics:
         self.names = names
 
     def get(self) -> dict[str, int] | None:
-        """The metrics after the action ran (waits for them); None when none arrived.
-
-        Spark's optimizer replaces a plan it proves empty (e.g. over an empty table) by an
-        empty relation, observation included; no metrics arrive then.
+        """The metrics once an action that ran the observed DataFrame ended; None when none
+        arrived, because Spark's optimizer replaced a plan it proved empty (e.g. one joined to
+        an empty table) by an empty relation, observation included, or because no action that
+        ended carried the observed plan. Never waits.
         """
+        found = self._found()
+        if not found:
+            return None
+        return {name: int(found.get(name) or 0) for name in self.names}
+
+    def counts(self) -> dict[str, int]:
+        """``get``, with every count zero when Spark pruned the observed plan; for metrics
+        observed above everything an action runs (its rows pruned only when it has none).
+
+        Fails (an internal error to the user) when no action that ended carried the observed
+        plan: zeros then would be a guess.
+        """
+        found = self._found()
+        if found is None:
+            raise RuntimeError(f"no action carried the observed metrics {', '.join(self.names)}")
+        return {name: int(found.get(name) or 0) for name in self.names}
+
+    def _found(self) -> dict[str, Any] | None:
+        """The metrics as observed (``{}``: pruned), or None when no action carried them."""
         found = frames.bridge(self._spark).metrics(self._observation)
         if found is None:
             return None
-        values = json.loads(str(found))
-        return {name: int(values.get(name) or 0) for name in self.names}
-
-    def counts(self) -> dict[str, int]:
-        """``get``, with every count zero when no metrics arrived."""
-        found = self.get()
-        return dict.fromkeys(self.names, 0) if found is None else found
+        values: dict[str, Any] = json.loads(str(found))
+        return values
 
 
 def observe(frame: DataFrame, name: str, metrics: Mapping[str, str]) -> tuple[DataFrame, Metrics]:

@@ -22,13 +22,22 @@ import org.apache.spark.sql.types.{DataType, StructType}
 object FrameBridge {
   private val json = new ObjectMapper()
 
-  /** `spark.sql(text)`, analyzed with `database` as the current database. */
+  /**
+   * `spark.sql(text)` as a DataFrame over its analyzed plan. Spark completes an `Observation`
+   * only when it finds the observed node in the logical plan of the query an action runs, and
+   * that of `spark.sql`'s DataFrame is its parsed plan, where a temporary view is a name: an
+   * observation inside the view would never complete, its metrics never arrive.
+   */
+  def sql(spark: SparkSession, text: String): DataFrame =
+    SparkInternals.overAnalyzedPlan(spark.sql(text))
+
+  /** `sql(spark, text)`, analyzed with `database` as the current database. */
   def sqlIn(spark: SparkSession, text: String, database: String): DataFrame = {
     val catalog = spark.catalog
     val previous = catalog.currentDatabase
-    if (previous == database) return spark.sql(text)
+    if (previous == database) return sql(spark, text)
     catalog.setCurrentDatabase(database)
-    try spark.sql(text)
+    try sql(spark, text)
     finally catalog.setCurrentDatabase(previous)
   }
 
@@ -68,13 +77,17 @@ object FrameBridge {
   }
 
   /**
-   * The metrics of `observation` as a JSON object, once the action that ran its DataFrame
-   * finished (waits for them); null when none arrived (Spark pruned the observed plan).
+   * The metrics of `observation` as a JSON object, once an action that ran its DataFrame
+   * ended: `{}` when Spark pruned the observed plan (no metrics arrived), null when no ended
+   * action carried it. Never waits: Spark completes an observation as the action that carries
+   * it ends (`SQLExecution.withNewExecutionId`), before the action returns.
    */
-  def metrics(observation: Observation): String = {
-    val row = SparkInternals.observedRow(observation)
-    if (row == null || row.length == 0) null else row.json
-  }
+  def metrics(observation: Observation): String =
+    if (!observation.future.isCompleted) null
+    else {
+      val row = SparkInternals.observedRow(observation)
+      if (row == null || row.length == 0) "{}" else row.json
+    }
 
   private val arrowServers = new ConcurrentHashMap[String, AnyRef]()
 

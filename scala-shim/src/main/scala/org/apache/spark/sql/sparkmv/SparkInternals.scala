@@ -23,16 +23,22 @@ object SparkInternals {
   def analyzed(frame: DataFrame): LogicalPlan = classicOf(frame).logicalPlan
 
   /**
-   * Runs `frame` and serves its rows to Python as Arrow batches: port, secret and the serving
-   * thread's server, as PySpark's `toArrow` gets them. The action runs on a DataFrame over
-   * `frame`'s analyzed plan: Spark completes an `Observation` only when it finds the observed
-   * node in the executed query's logical plan, and a DataFrame that `spark.sql` returned
-   * over a temporary view has that view's name there, not its plan.
+   * A DataFrame over `frame`'s analyzed plan, so an action on it runs a query whose logical
+   * plan is that analyzed plan: Spark completes an `Observation` only when it finds the
+   * observed node there, and a DataFrame that `spark.sql` returned over a temporary view has
+   * that view's name there, not its plan.
    */
-  def collectAsArrowToPython(frame: DataFrame): Array[Any] = {
+  def overAnalyzedPlan(frame: DataFrame): DataFrame = {
     val dataset = classicOf(frame)
-    classic.Dataset.ofRows(dataset.sparkSession, dataset.logicalPlan).collectAsArrowToPython
+    classic.Dataset.ofRows(dataset.sparkSession, dataset.logicalPlan)
   }
+
+  /**
+   * Runs `frame` (over its analyzed plan) and serves its rows to Python as Arrow batches:
+   * port, secret and the serving thread's server, as PySpark's `toArrow` gets them.
+   */
+  def collectAsArrowToPython(frame: DataFrame): Array[Any] =
+    classicOf(overAnalyzedPlan(frame)).collectAsArrowToPython
 
   /** Waits for a server of `collectAsArrowToPython` to end serving; rethrows what failed it. */
   def awaitServed(server: AnyRef): Unit = server.asInstanceOf[SocketAuthServer[_]].getResult()
