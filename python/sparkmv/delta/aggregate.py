@@ -51,10 +51,10 @@ from sparkmv.delta.engine import (
     Version,
     sql_expression,
 )
-from sparkmv.delta.relation import WEIGHT_SQL, Relation
+from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_from
 from sparkmv.parse.statements import quote_identifier as _q
 from sparkmv.stored_columns import COUNT_COLUMN, GROUP_KEY_PREFIX
-from sparkmv.zset import WEIGHT, materialized
+from sparkmv.zset import WEIGHT
 
 SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 MAX_SUMMED_PRECISION = 27
@@ -309,21 +309,12 @@ def group_state_sql(
     distinct counts and sums are then NULL (they follow from the value counters,
     ``value_counters_sql``, and those of the stored state)."""
     if not positive and _needs_rows(node, change):
-        source = f"({consolidated_rows(source, list(node.child.outputs))}) AS {_q('__rows')}"
+        source = f"({consolidated_from(source, list(node.child.outputs))}) AS {_q('__rows')}"
     keys = _keys_sql(node)
     selected = [f"{k} AS {_q(key_column(i))}" for i, k in enumerate(keys)]
     selected += _state_aggregates(node, types, change)
     grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
     return f"SELECT {', '.join(selected)} FROM {source}{grouped}"
-
-
-def consolidated_rows(source: str, columns: list[str]) -> str:
-    """``zset.consolidate`` of the FROM item ``source`` (its ``columns`` and the weight)."""
-    names = ", ".join(_q(c) for c in columns)
-    total = f"sum({WEIGHT_SQL})"
-    selected = f"{names}, {total}" if columns else total
-    grouped = f" GROUP BY {names}" if columns else ""
-    return f"SELECT {selected} AS {WEIGHT_SQL} FROM {source}{grouped} HAVING {total} <> 0"
 
 
 def value_counters_sql(node: Aggregate, source: str, *, change: bool = False) -> str:
@@ -435,7 +426,7 @@ def _changed_groups(node: Aggregate, engine: DeltaEngine) -> Relation:
         f"({sql_expression(key)}) AS {_q(key_column(i))}" for i, key in enumerate(node.keys)
     )
     found = engine.query(f"SELECT DISTINCT {keys} FROM {engine.change(node.child).subquery('d')}")
-    return engine.relation(materialized(found.frame))
+    return engine.materialized(found)
 
 
 def describe(node: Aggregate, version: Version | None, engine: DeltaEngine) -> str:

@@ -17,7 +17,6 @@ from sparkmv.analyze.relational import Distinct
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_sql
 from sparkmv.parse.statements import quote_identifier as _q
-from sparkmv.zset import materialized
 
 
 def distinct_sql(zset: Relation, columns: list[str]) -> str:
@@ -38,7 +37,7 @@ def delta(node: Distinct, engine: DeltaEngine) -> Relation:
     (null-safe on every column)."""
     columns = list(node.outputs)
     consolidated = engine.query(consolidated_sql(engine.change(node.child), columns))
-    change = engine.relation(materialized(consolidated.frame))
+    change = engine.materialized(consolidated)
     keys = [f"__k{index}" for index in range(len(columns))]
     same = " AND ".join(f"{_q(o)} <=> {_q(k)}" for o, k in zip(columns, keys, strict=True))
     renamed = ", ".join(f"{_q(o)} AS {_q(k)}" for o, k in zip(columns, keys, strict=True))

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from sparkmv.analyze.ir import (
@@ -224,6 +223,11 @@ class DeltaEngine:
         """A SQL rule's result as a relation."""
         return Relation(self.views, sql=sql)
 
+    def materialized(self, relation: Relation) -> Relation:
+        """``relation`` computed now, by a job of its own (``zset.materialized``): for a
+        Z-set read more than once, whose plan would otherwise be repeated below each read."""
+        return self.relation(materialized(relation.frame))
+
     def view_of(self, rows: DataFrame | LazyRows | str) -> str:
         """The name to read ``rows`` (a base table's rows or change) by in SQL: a temporary
         view of a DataFrame (read now if lazy), or a catalog table's quoted name."""
@@ -260,7 +264,7 @@ class DeltaEngine:
                 self._find_shared(node)
             change = self._derived_change(node)
             if id(node) in self._shared:
-                change = self.relation(materialized(change.frame))
+                change = self.materialized(change)
             known = (node, change)
             self._changes[id(node)] = known
         return known[1]
@@ -321,11 +325,6 @@ def _labelled(label: str, version: Version | None) -> str:
 def sql_expression(expression: exp.Expr) -> str:
     """An IR expression (columns already renamed to internal names) as Spark SQL."""
     return expression.sql(dialect="spark")
-
-
-def spark_expression(expression: exp.Expr) -> Column:
-    """An IR expression (columns already renamed to internal names) as a Spark column."""
-    return F.expr(sql_expression(expression))
 
 
 def with_outputs(zset: DataFrame, sources: tuple[str, ...], outputs: tuple[str, ...]) -> DataFrame:

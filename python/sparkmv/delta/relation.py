@@ -105,14 +105,16 @@ def renamed(sources: tuple[str, ...], outputs: tuple[str, ...]) -> str:
 
 def consolidated_sql(relation: Relation, columns: list[str]) -> str:
     """``zset.consolidate`` in SQL: equal rows grouped, weights summed, zero sums dropped."""
+    return consolidated_from(relation.subquery("c"), columns)
+
+
+def consolidated_from(source: str, columns: list[str]) -> str:
+    """``consolidated_sql`` of the FROM item ``source`` (its ``columns`` and the weight)."""
     names = ", ".join(quote_identifier(c) for c in columns)
     total = f"SUM({WEIGHT_SQL})"
     selected = f"{names}, {total}" if columns else total
     grouped = f" GROUP BY {names}" if columns else ""
-    return (
-        f"SELECT {selected} AS {WEIGHT_SQL} FROM {relation.subquery('c')}{grouped}"
-        f" HAVING {total} <> 0"
-    )
+    return f"SELECT {selected} AS {WEIGHT_SQL} FROM {source}{grouped} HAVING {total} <> 0"
 
 
 def net_change(logged: DataFrame, read: set[str] | None, inserts_only: bool = False) -> DataFrame:

@@ -41,11 +41,10 @@ from sparkmv.analyze.windows import (
     ordering_columns,
     tie_sensitive,
 )
-from sparkmv.delta.aggregate import SUMMABLE_TYPES, consolidated_rows
+from sparkmv.delta.aggregate import SUMMABLE_TYPES
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
-from sparkmv.delta.relation import WEIGHT_SQL, Relation
+from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_from
 from sparkmv.parse.statements import quote_identifier as _q
-from sparkmv.zset import materialized
 
 COPY_COLUMN = "__sparkmv_copy"
 """The exploded copy of a row (``_bag_sql``); dropped right away."""
@@ -82,9 +81,7 @@ def _touched_partitions(node: Window, engine: DeltaEngine) -> Relation | None:
         f"{sql_expression(key)} AS {_q(partition_key(i))}" for i, key in enumerate(node.partition)
     )
     change = engine.change(node.child)
-    return engine.relation(
-        materialized(engine.query(f"SELECT DISTINCT {keys} FROM {change.subquery('d')}").frame)
-    )
+    return engine.materialized(engine.query(f"SELECT DISTINCT {keys} FROM {change.subquery('d')}"))
 
 
 def _restricted_sql(node: Window, rows: Relation, touched: Relation) -> str:
@@ -102,7 +99,7 @@ def _windowed_sql(node: Window, rows: Relation, *, positive: bool, sign: int) ->
     columns = list(node.child.outputs)
     source = rows.subquery("r")
     if not positive:
-        source = f"({consolidated_rows(source, columns)}) AS {_q('c')}"
+        source = f"({consolidated_from(source, columns)}) AS {_q('c')}"
     calls = ", ".join(
         f"{sql_expression(call)} AS {_q(output)}"
         for call, output in zip(node.calls, node.call_outputs, strict=True)
