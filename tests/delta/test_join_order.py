@@ -1,5 +1,6 @@
 """The join rule's order: from the changed input along the condition, never a needless cross;
-and the connected part of the inputs that holds the changed ones (``changed_core``).
+the connected part of the inputs that holds the changed ones (``changed_core``); and the
+changed input joined last, once (``pivot``), with the bytes the terms scan.
 
 Pure sqlglot, no Spark: ``join_order`` only reads the IR's column names.
 """
@@ -10,7 +11,14 @@ import sqlglot
 from hypothesis import given
 from hypothesis import strategies as st
 from sparkmv.analyze.relational import Join, Scan
-from sparkmv.delta.join import changed_core, conjunct_inputs, conjuncts_of, join_order
+from sparkmv.delta.join import (
+    changed_core,
+    conjunct_inputs,
+    conjuncts_of,
+    join_order,
+    pivot,
+    terms_scan_bytes,
+)
 
 
 def chain(count: int, condition: str) -> Join:
@@ -121,3 +129,39 @@ def test_a_core_holds_the_changed_inputs_and_is_connected(
     for _ in range(count):  # the core is connected by its own conjuncts
         inside |= {i for inputs in edges if inputs & inside and inputs <= set(core) for i in inputs}
     assert inside == set(core)
+
+
+def test_the_pivot_is_the_largest_changed_input_whose_removal_leaves_the_rest_connected() -> None:
+    # t0 - t1 - t2 - t3: without t1 or t2 the chain falls apart
+    node = chain(4, "b0 = a1 AND b1 = a2 AND b2 = a3")
+    assert pivot(node, [0, 1, 3], [5, 100, 7, 1]) == 0  # t1 is larger but a cut
+    assert pivot(node, [0, 1, 3], [5, 100, 7, 9]) == 3
+    assert pivot(node, [0, 3], [5, 100, 7, 9]) is None  # two terms scan t3 once anyway
+    assert pivot(node, [1, 2, 3], [0, 0, 0, 0]) == 3  # the only one, sizes unknown
+
+
+def test_a_pivot_is_scanned_once_and_the_others_as_often_as_before() -> None:
+    # t0 - t1 - t2, all changed, sizes 1, 10, 100: without a pivot the terms scan
+    # (111 - 1) + (111 - 10) + (111 - 100); t2 last: Δ(t0 ⋈ t1) ⋈ t2_old + t0 ⋈ t1 ⋈ Δt2
+    node = chain(3, "b0 = a1 AND b1 = a2")
+    assert terms_scan_bytes(node, [0, 1, 2], [1, 10, 100]) == (10 + 1) + 100 + 11
+
+
+@given(
+    count=st.integers(min_value=3, max_value=6),
+    pairs=st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), max_size=8),
+    changed=st.sets(st.integers(0, 5), min_size=3, max_size=6),
+    sizes=st.lists(st.integers(0, 1000), min_size=6, max_size=6),
+)
+def test_a_pivot_never_scans_more(
+    count: int, pairs: list[tuple[int, int]], changed: set[int], sizes: list[int]
+) -> None:
+    node = chain(count, " AND ".join(f"b{i % count} = a{j % count}" for i, j in pairs))
+    hit = sorted({index % count for index in changed})
+    sizes = sizes[:count]
+    unpivoted = sum(sum(sizes) - sizes[i] for i in hit)
+    assert terms_scan_bytes(node, hit, sizes) <= unpivoted
+    last = pivot(node, hit, sizes)
+    if last is not None:
+        assert last in hit
+        assert terms_scan_bytes(node, hit, sizes) <= unpivoted - (len(hit) - 2) * sizes[last]

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 import sqlglot
-from sparkmv.analyze.relational import Aggregate, Distinct, Join, Project, Scan
+from sparkmv.analyze.relational import Aggregate, Distinct, Filter, Join, Project, Scan
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata, RefreshStats
 from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshTrigger, TableName
 from sparkmv.plan.cost import (
@@ -207,6 +207,22 @@ def test_a_join_change_is_estimated_with_the_inputs_it_joins() -> None:
     assert fact_only.cheaper() is RefreshMode.INCREMENTAL
     assert both.cheaper() is RefreshMode.FULL
     assert "1000.0 MiB joined" in both.summary()
+
+
+def test_a_from_list_under_a_where_is_estimated_as_the_join_the_rules_run() -> None:
+    """``FROM c, o, l WHERE …`` (TPC-H Q3): the rules join along the WHERE's conjuncts, and
+    with all three changed ``l`` (the largest; without it ``c`` and ``o`` stay connected) is
+    scanned once, by ``Δ(c ⋈ o) ⋈ l_old``, not by the terms of ``Δc`` and ``Δo`` each."""
+    c = Scan("db.c", ("ck",), ("ck",), "c")
+    o = Scan("db.o", ("ok", "ock"), ("ok", "ock"), "o")
+    line = Scan("db.l", ("lok",), ("lok",), "l")
+    listed = Filter(Join((c, o, line), None), sqlglot.parse_one("ck = ock AND lok = ok"))
+    sizes = {"db.c": 1 * KB, "db.o": 10 * KB, "db.l": 100 * KB}
+    everything = set(sizes)
+    # Δ(c ⋈ o) scans o and c once each, then l once; Δl's term scans c and o
+    assert joined_bytes(listed, sizes, everything) == (10 + 1 + 100 + 11) * KB
+    unconnected = Join((c, o, line), None)  # a true cross product: every term scans all
+    assert joined_bytes(unconnected, sizes, everything) == (110 + 101 + 11) * KB
 
 
 def test_a_tie_goes_to_full_when_the_incremental_terms_scan_about_the_base() -> None:

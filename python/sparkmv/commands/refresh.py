@@ -47,6 +47,7 @@ from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jobs import job_step
 from sparkmv.parse.statements import RefreshMode, RefreshStatement, RefreshTrigger, TableName
 from sparkmv.plan.aggregate_view import compiled_types_json, remember_compiled_types
+from sparkmv.plan.cost import table_bytes
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
@@ -276,14 +277,16 @@ def base_states(
     never reads NULL in them). Not ``consolidated``: their logged rows only, no change yet
     (the engine sees no table changed)."""
     consumed = {table.name: table.consumed_version for table in changed}
+    sizes = table_bytes(bases)
     states = {}
     for base in bases:
-        state = BaseState(LazyRows(partial(base.rows, spark)))
+        size = sizes.get(base.name, 0)
+        state = BaseState(LazyRows(partial(base.rows, spark)), bytes=size)
         if base.name in consumed and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.source.row_changes(consumed[base.name], base.version, read)
             inserts = base.source.inserts_only(consumed[base.name], base.version, read)
-            state = BaseState(state.rows, None, logged, read, inserts)
+            state = BaseState(state.rows, None, logged, read, inserts, size)
             state = state.netted() if consolidated else state
         states[base.name] = state
     return delta_engine(spark, states)

@@ -71,6 +71,7 @@ class BaseState:
     logged: DataFrame | None = None
     read: set[str] | None = None  # the columns the change keeps (``relation.net_change``)
     inserts_only: bool = False  # every logged row weighs +1 (``relation.net_change``)
+    bytes: int = 0  # of its files, as listed (0: unknown); ranks a join's inputs by size
 
     def netted(self, logged: DataFrame | None = None) -> BaseState:
         """This state with its net change made from its logged rows (or from ``logged``,
@@ -244,6 +245,10 @@ class DeltaEngine:
     def changed(self, node: Node) -> bool:
         """Whether any base table under ``node`` changed."""
         return any(self.tables[table].change is not None for table in scanned_tables(node))
+
+    def scanned_bytes(self, node: Node) -> int:
+        """The bytes of the base tables ``node`` scans, once per scan (0 where unknown)."""
+        return sum(self.tables[s.table].bytes for s in walk(node) if isinstance(s, Scan))
 
     def value(self, node: Node, version: Version) -> Relation:
         """``node``'s value as a Z-set, over the base tables as of ``version``."""

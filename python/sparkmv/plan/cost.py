@@ -77,7 +77,8 @@ from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata
 from sparkmv.config import REFRESH_COST_BASED_CONF
-from sparkmv.delta.join import changed_core
+from sparkmv.delta.join import changed_core, sub_join, terms_scan_bytes
+from sparkmv.delta.selection import selected_join
 from sparkmv.parse.statements import RefreshMode
 
 FIXED_MS = 300.0
@@ -242,13 +243,13 @@ def _corrected(
 def joined_bytes(root: Node, table_bytes: Mapping[str, int], changed: set[str]) -> int:
     """The bytes of base tables the change of ``root`` is joined with: per join whose
     inputs the ``changed`` tables reach, each changed input's term scans every other input
-    of the join's changed core once, and each input outside the core is joined once, with
-    the core's change (``delta/join.py``). An input's bytes are its scanned tables'
-    (``table_bytes``), once per scan."""
+    of the join's changed core once (a pivot once in all: ``join.terms_scan_bytes``), and
+    each input outside the core is joined once, with the core's change (``delta/join.py``).
+    An input's bytes are its scanned tables' (``table_bytes``), once per scan. A selection
+    over a join is the join under both conditions, as the rules join it
+    (``selection.selected_join``): a ``WHERE`` over a ``FROM`` list connects its inputs."""
     total = 0
-    for node in walk(root):
-        if not isinstance(node, Join):
-            continue
+    for node in joins_as_joined(root):
         sizes = [
             sum(table_bytes.get(scan.table, 0) for scan in walk(child) if isinstance(scan, Scan))
             for child in node.inputs
@@ -258,10 +259,27 @@ def joined_bytes(root: Node, table_bytes: Mapping[str, int], changed: set[str]) 
             continue
         core = set(changed_core(node, hit)) if len(hit) > 1 else set(hit)
         core = core or set(range(len(node.inputs)))  # not connected: every term scans all
-        inside = sum(sizes[i] for i in core)
-        total += sum(inside - sizes[i] for i in hit)
+        if len(core) < len(node.inputs):  # factored: the change of the core, then the rest
+            members = sorted(core)
+            core_join, _ = sub_join(node, core)
+            total += terms_scan_bytes(
+                core_join, [members.index(i) for i in hit], [sizes[i] for i in members]
+            )
+        else:
+            total += terms_scan_bytes(node, hit, sizes)
         total += sum(size for i, size in enumerate(sizes) if i not in core)
     return total
+
+
+def joins_as_joined(root: Node) -> list[Join]:
+    """``root``'s joins as the delta rules join them: a selection over a join as one join
+    under both conditions (``selection.selected_join``)."""
+    selected = {
+        id(node.child): selected_join(node, node.child)
+        for node in walk(root)
+        if isinstance(node, Filter) and isinstance(node.child, Join)
+    }
+    return [selected.get(id(node), node) for node in walk(root) if isinstance(node, Join)]
 
 
 def steps_apart(root: Node, changed: set[str]) -> int:
