@@ -18,6 +18,7 @@ from sparkmv.plan.cost import (
     TIE_MS,
     confidence,
     estimate_cost,
+    extra_joins,
     joined_bytes,
     size,
     steps_apart,
@@ -223,6 +224,10 @@ def test_a_from_list_under_a_where_is_estimated_as_the_join_the_rules_run() -> N
     assert joined_bytes(listed, sizes, everything) == (10 + 1 + 100 + 11) * KB
     unconnected = Join((c, o, line), None)  # a true cross product: every term scans all
     assert joined_bytes(unconnected, sizes, everything) == (110 + 101 + 11) * KB
+    # Δc ⋈ o_old, c ⋈ Δo, Δ(c ⋈ o) ⋈ l_old, and c ⋈ o ⋈ Δl: five joins, the query's two
+    assert extra_joins(listed, sizes, everything) == 3
+    assert extra_joins(listed, sizes, {"db.l"}) == 0  # Δl ⋈ c ⋈ o: the query's own joins
+    assert extra_joins(listed, sizes, {"db.c", "db.l"}) == 2  # two terms of two joins
 
 
 def test_a_tie_goes_to_full_when_the_incremental_terms_scan_about_the_base() -> None:
@@ -257,3 +262,23 @@ def test_changes_computed_apart_add_a_step_each() -> None:
     stepped = estimate_cost(view(), 10 * KB, KB, steps=3)
     assert stepped.incremental is not None and flat.incremental is not None
     assert stepped.incremental.model_ms == flat.incremental.model_ms + 3 * STEP_MS
+
+
+def test_extra_joins_count_in_proportion_to_the_base_tables_scale() -> None:
+    """Joins beyond the query's own: over kilobytes they cost next to nothing and the
+    refresh stays incremental; over a gigabyte each is a step, and fifteen of them (a
+    many-way join whose inputs all changed) tip the choice to FULL."""
+    small = estimate_cost(view(), 10 * KB, KB, 10 * KB, joins=15)
+    flat_small = estimate_cost(view(), 10 * KB, KB, 10 * KB)
+    assert small.model_ms(RefreshMode.INCREMENTAL) < (
+        flat_small.model_ms(RefreshMode.INCREMENTAL) + 0.01 * STEP_MS
+    )
+    assert small.cheaper() is RefreshMode.INCREMENTAL
+    joined = 9 * GB // 10
+    flat = estimate_cost(view(), GB, 100 * KB, joined)
+    large = estimate_cost(view(), GB, 100 * KB, joined, joins=15)
+    assert large.model_ms(RefreshMode.INCREMENTAL) == pytest.approx(
+        flat.model_ms(RefreshMode.INCREMENTAL) + 15 * STEP_MS, rel=0.01
+    )
+    assert flat.cheaper() is RefreshMode.INCREMENTAL
+    assert large.cheaper() is RefreshMode.FULL

@@ -200,21 +200,24 @@ def without(node: Join, last: int) -> tuple[Join, exp.Expr | None]:
     return sub_join(node, set(range(len(node.inputs))) - {last})
 
 
-def terms_scan_bytes(node: Join, changed: list[int], sizes: list[int]) -> int:
-    """The bytes of inputs that the terms of ``Δ(⋈ inputs)`` scan, with ``changed`` the
-    inputs whose change makes a term and ``sizes`` each input's bytes: each term scans every
-    input but its changed one, except that a pivot is scanned once, by ``Δ(⋈ X) ⋈ P_old``
-    (module docstring). What ``delta`` runs, for the cost model (``plan/cost.py``)."""
+def terms_scans(node: Join, changed: list[int], sizes: list[int]) -> list[int]:
+    """Per input of ``node``, how often the terms of ``Δ(⋈ inputs)`` scan it (each scan a
+    join), with ``changed`` the inputs whose change makes a term and ``sizes`` each input's
+    bytes: each term scans every input but its changed one, except that a pivot is scanned
+    once, by ``Δ(⋈ X) ⋈ P_old`` (module docstring). What ``delta`` runs, for the cost model
+    (``plan/cost.py``)."""
     last = pivot(node, changed, sizes)
     if last is None:
-        whole = sum(sizes)
-        return sum(whole - sizes[i] for i in changed)
+        return [len(changed) - (index in changed) for index in range(len(node.inputs))]
     first, _ = without(node, last)
-    others = [i for i in range(len(sizes)) if i != last]
-    inner = terms_scan_bytes(
+    others = [index for index in range(len(node.inputs)) if index != last]
+    inner = terms_scans(
         first, [others.index(i) for i in changed if i != last], [sizes[i] for i in others]
     )
-    return inner + sizes[last] + sum(sizes) - sizes[last]
+    counts = [1] * len(node.inputs)  # the pivot by Δ(⋈ X) ⋈ P_old, the others by ΔP's term
+    for position, index in enumerate(others):
+        counts[index] += inner[position]
+    return counts
 
 
 def _and(conjuncts: list[exp.Expr]) -> exp.Expr | None:

@@ -6,7 +6,8 @@ in proportion to the base relations. The model, in milliseconds, over sizes that
 the change logs' manifests give without a Spark job (bytes of parquet files):
 
     incremental = FIXED_MS + INCREMENTAL_MS_PER_CHANGE_BYTE · change bytes
-                           + FULL_MS_PER_BASE_BYTE · joined bytes + STEP_MS · steps apart
+                           + FULL_MS_PER_BASE_BYTE · joined bytes
+                           + STEP_MS · (steps apart + scale · extra joins)
     full        = FIXED_MS + FULL_MS_PER_BASE_BYTE · base bytes + FULL_MS_PER_VIEW_ROW · view rows
 
 Either mode runs a few Spark jobs (about 0.1 s each here) and one metastore commit: the same
@@ -23,10 +24,15 @@ joins, changed or not (``delta/join.py``), as a full refresh scans it. Those *jo
 input changed (TPC-H's ``orders`` and ``lineitem`` both) reads about its base tables whatever
 the change, and breaks even only where the full refresh's own joins and write cost more.
 
-Some changes are computed apart, each by a Spark job of its own before the last one
-(``steps_apart``): a DISTINCT's or a grouped aggregate's below the view's root (their counters
-and groups, before and after the change), a window's touched partitions, and a subtree that
-several parents of a decorrelated subquery or outer join read. A view of such steps pays
+Every join the terms run beyond the query's own joins (``extra_joins``: with two changed
+inputs ``ΔR ⋈ S + R ⋈ ΔS`` runs two where the query runs one) broadcasts its smaller side, a
+Spark job of its own: a step, like a change computed apart, but counted in proportion to
+``scale = base / (base + HISTORY_BASE_BYTES)``, as the history is (below), since over small
+tables both modes cost their fixed part and a tie goes to incremental. Some changes are
+computed apart, each by a Spark job of its own before the last one (``steps_apart``): a
+DISTINCT's or a grouped aggregate's below the view's root (their counters and groups, before
+and after the change), a window's touched partitions, and a subtree that several parents of a
+decorrelated subquery or outer join read. A view of such steps pays
 ``STEP_MS`` each, where a full refresh runs the query as one plan: TPC-H Q16 (``NOT IN``,
 ``COUNT(DISTINCT)`` over a join) runs 19 jobs incrementally against 11 in full.
 
@@ -54,7 +60,7 @@ refresh of a maintainable view writes the bucketed layout incremental refreshes 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -77,7 +83,7 @@ from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata
 from sparkmv.config import REFRESH_COST_BASED_CONF
-from sparkmv.delta.join import changed_core, sub_join, terms_scan_bytes
+from sparkmv.delta.join import changed_core, sub_join, terms_scans
 from sparkmv.delta.selection import selected_join
 from sparkmv.parse.statements import RefreshMode
 
@@ -93,7 +99,8 @@ HISTORY_BASE_BYTES = FIXED_MS / FULL_MS_PER_BASE_BYTE
 """Base-table bytes (30 MB) at which the measured history counts half: there a full refresh's
 scan costs as much as its fixed part."""
 STEP_MS = 100.0
-"""A change computed apart, by a Spark job of its own (``steps_apart``)."""
+"""A change computed apart, or a join beyond the query's own: a Spark job of its own
+(``steps_apart``, ``extra_joins``)."""
 TIE_MS = 100.0
 """Estimates this close are a tie (``CostEstimate.cheaper``)."""
 BASE_SHARE_READ_IN_FULL = 0.5
@@ -194,11 +201,15 @@ def estimate_cost(
     change_bytes: int | None = None,
     joined_bytes: int = 0,
     steps: int = 0,
+    joins: int = 0,
 ) -> CostEstimate:
     """The estimates of a refresh of ``view`` over ``base_bytes`` of base tables, with
     ``change_bytes`` logged since its last refresh (None: it cannot be incremental),
-    ``joined_bytes`` of inputs its change is joined with (``joined_bytes``) and ``steps``
-    changes computed apart (``steps_apart``)."""
+    ``joined_bytes`` of inputs its change is joined with (``joined_bytes``), ``steps``
+    changes computed apart (``steps_apart``) and ``joins`` beyond the query's own
+    (``extra_joins``). The joins count in proportion to the base tables' scale, as the
+    history does: over small tables both modes cost their fixed part, and the tie goes to
+    incremental."""
     scale = base_bytes / (base_bytes + HISTORY_BASE_BYTES)
     stats = view.stats
     history = stats.cost_history
@@ -210,7 +221,7 @@ def estimate_cost(
         FIXED_MS
         + INCREMENTAL_MS_PER_CHANGE_BYTE * change_bytes
         + FULL_MS_PER_BASE_BYTE * joined_bytes
-        + STEP_MS * steps
+        + STEP_MS * (steps + scale * joins)
     )
     incremental = _corrected(
         incremental_ms, history.get(RefreshMode.INCREMENTAL), scale, stats.refreshes
@@ -241,14 +252,30 @@ def _corrected(
 
 
 def joined_bytes(root: Node, table_bytes: Mapping[str, int], changed: set[str]) -> int:
-    """The bytes of base tables the change of ``root`` is joined with: per join whose
-    inputs the ``changed`` tables reach, each changed input's term scans every other input
-    of the join's changed core once (a pivot once in all: ``join.terms_scan_bytes``), and
-    each input outside the core is joined once, with the core's change (``delta/join.py``).
-    An input's bytes are its scanned tables' (``table_bytes``), once per scan. A selection
-    over a join is the join under both conditions, as the rules join it
-    (``selection.selected_join``): a ``WHERE`` over a ``FROM`` list connects its inputs."""
-    total = 0
+    """The bytes of base tables the change of ``root`` is joined with (``join_scans``)."""
+    return sum(count * size for count, size in join_scans(root, table_bytes, changed))
+
+
+def extra_joins(root: Node, table_bytes: Mapping[str, int], changed: set[str]) -> int:
+    """The joins the change's terms run beyond the query's own: each is a broadcast of the
+    smaller side, a Spark job of its own, as a step apart is (a refresh of TPC-H Q5 after
+    changes to four of its six tables runs 11 joins in 12 jobs; the query has 5 joins)."""
+    run = sum(count for count, _ in join_scans(root, table_bytes, changed))
+    own = sum(len(node.inputs) - 1 for node in joins_as_joined(root))
+    return max(run - own, 0)
+
+
+def join_scans(
+    root: Node, table_bytes: Mapping[str, int], changed: set[str]
+) -> Iterator[tuple[int, int]]:
+    """Per input of each join that the ``changed`` tables reach: how often the change's
+    terms scan it (each scan a join) and its bytes. Each changed input's term scans every
+    other input of the join's changed core once (a pivot once in all:
+    ``join.terms_scans``), and each input outside the core is joined once, with the core's
+    change (``delta/join.py``). An input's bytes are its scanned tables' (``table_bytes``),
+    once per scan. A selection over a join is the join under both conditions, as the rules
+    join it (``selection.selected_join``): a ``WHERE`` over a ``FROM`` list connects its
+    inputs."""
     for node in joins_as_joined(root):
         sizes = [
             sum(table_bytes.get(scan.table, 0) for scan in walk(child) if isinstance(scan, Scan))
@@ -259,16 +286,13 @@ def joined_bytes(root: Node, table_bytes: Mapping[str, int], changed: set[str]) 
             continue
         core = set(changed_core(node, hit)) if len(hit) > 1 else set(hit)
         core = core or set(range(len(node.inputs)))  # not connected: every term scans all
-        if len(core) < len(node.inputs):  # factored: the change of the core, then the rest
-            members = sorted(core)
-            core_join, _ = sub_join(node, core)
-            total += terms_scan_bytes(
-                core_join, [members.index(i) for i in hit], [sizes[i] for i in members]
-            )
-        else:
-            total += terms_scan_bytes(node, hit, sizes)
-        total += sum(size for i, size in enumerate(sizes) if i not in core)
-    return total
+        members = sorted(core)
+        core_join = sub_join(node, core)[0] if len(core) < len(node.inputs) else node
+        counts = terms_scans(
+            core_join, [members.index(i) for i in hit], [sizes[i] for i in members]
+        )
+        yield from zip(counts, (sizes[i] for i in members), strict=True)
+        yield from ((1, size) for i, size in enumerate(sizes) if i not in core)
 
 
 def joins_as_joined(root: Node) -> list[Join]:

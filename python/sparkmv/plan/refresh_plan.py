@@ -47,6 +47,7 @@ from sparkmv.plan.cost import (
     base_bytes,
     cost_based,
     estimate_cost,
+    extra_joins,
     joined_bytes,
     logged_bytes,
     steps_apart,
@@ -171,6 +172,7 @@ def plan_refresh(
         change_bytes(spark, maintainability, bases, changed),
         joined_bytes(maintainability.root, sizes, names),
         steps_apart(maintainability.root, names),
+        extra_joins(maintainability.root, sizes, names),
     )
     if requested is None and view.policy is RefreshPolicy.AUTO and cost_based(spark):
         return RefreshPlan(cost.cheaper(), cost.choice(), changed, cost, query=query)
