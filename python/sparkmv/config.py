@@ -95,6 +95,11 @@ DEFAULT_SESSION_CONF: dict[str, str] = {
     # (select5's 42-table views ran a task out of execution memory); with 4 MiB pages they
     # fit. Larger records still get a page of their own.
     "spark.buffer.pageSize": "4m",
+    # Spark compiles each generated class once per JVM and keeps the last 100. The writes
+    # between two refreshes (each captured write runs several queries) compile more than
+    # that, so every refresh compiled its own plans again: 11-23 compilations, 0.15-1 s of a
+    # refresh at TPC-H SF 1 (docs/refresh-plan.md). Static: set when the session starts.
+    "spark.sql.codegen.cache.maxEntries": "1000",
 }
 """Defaults for ``sparkmv.session()``; any key can be overridden by the caller."""
 

@@ -295,3 +295,41 @@ def test_a_refresh_reads_a_base_table_only_when_its_rules_do(
     assert row.mode == "INCREMENTAL"
     assert len(made) == reads
     assert_view_matches_query(spark, "v")
+
+
+def _compilations(spark: SparkSession) -> int:
+    """Classes Spark's code generation has compiled in this JVM (``CodegenMetrics``)."""
+    jvm: Any = spark._jvm
+    metrics = jvm.org.apache.spark.metrics.source.CodegenMetrics
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
+def test_writes_between_refreshes_do_not_evict_the_refreshs_compiled_code(
+    spark: SparkSession, fact: str
+) -> None:
+    """A warm refresh compiles nothing, even after writes to other tables that compile many
+    classes of their own: the session keeps 1000 generated classes
+    (``spark.sql.codegen.cache.maxEntries``), where Spark's 100 let those writes evict the
+    refresh's, which every refresh then compiled again."""
+    spark.sql(
+        "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(v) AS s FROM fact GROUP BY k"
+    )
+    spark.sql("CREATE TABLE other (id BIGINT, name STRING, x DOUBLE) USING parquet")
+    spark.sql("CREATE MATERIALIZED VIEW o AS SELECT name, max(x) AS top FROM other GROUP BY name")
+    for _ in range(2):  # warm: the second refresh runs the plans the last one will
+        change_fact(spark)
+        spark.sql("REFRESH MATERIALIZED VIEW v").collect()
+    for round_number in range(6):  # captured writes elsewhere, each shape compiling anew
+        spark.sql(
+            f"INSERT INTO other SELECT id, CAST(id % {round_number + 3} AS STRING), id / 7"
+            " FROM range(50)"
+        )
+        spark.sql(f"UPDATE other SET x = x + {round_number} WHERE id % {round_number + 2} = 0")
+        spark.sql(f"DELETE FROM other WHERE id % {round_number + 5} = 1")
+        spark.sql("REFRESH MATERIALIZED VIEW o").collect()
+    change_fact(spark)
+    before = _compilations(spark)
+    row = spark.sql("REFRESH MATERIALIZED VIEW v").collect()[0]
+    assert row.mode == "INCREMENTAL"
+    assert _compilations(spark) - before == 0
+    assert_view_matches_query(spark, "v")
