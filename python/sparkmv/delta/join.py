@@ -119,15 +119,9 @@ def conjunct_inputs(node: Join) -> list[tuple[exp.Expr, set[int]]]:
 
 def changed_core(node: Join, changed: list[int]) -> list[int]:
     """A connected set of ``node``'s inputs holding every ``changed`` one: those and the
-    inputs on a shortest path from the first to each other, along the conjuncts that read
-    exactly two inputs (a wider conjunct cannot be evaluated before all its inputs are
-    joined). [] when a changed input is not connected to the first that way."""
-    neighbours: dict[int, set[int]] = {index: set() for index in range(len(node.inputs))}
-    for _, inputs in conjunct_inputs(node):
-        if len(inputs) == 2:
-            first, second = sorted(inputs)
-            neighbours[first].add(second)
-            neighbours[second].add(first)
+    inputs on a shortest path from the first to each other in ``join_graph``. [] when a
+    changed input is not connected to the first that way."""
+    neighbours = join_graph(node)
     parent: dict[int, int | None] = {changed[0]: None}
     queue = deque([changed[0]])
     while queue:
@@ -144,6 +138,18 @@ def changed_core(node: Join, changed: list[int]) -> list[int]:
             core.add(step)
             step = parent[step]
     return sorted(core)
+
+
+def join_graph(node: Join) -> dict[int, set[int]]:
+    """Per input of ``node``, the inputs a conjunct over exactly those two connects it to
+    (a wider conjunct cannot be evaluated before all its inputs are joined)."""
+    neighbours: dict[int, set[int]] = {index: set() for index in range(len(node.inputs))}
+    for _, inputs in conjunct_inputs(node):
+        if len(inputs) == 2:
+            first, second = sorted(inputs)
+            neighbours[first].add(second)
+            neighbours[second].add(first)
+    return neighbours
 
 
 def factored(node: Join, engine: DeltaEngine) -> Join | None:
@@ -183,15 +189,15 @@ def pivot(node: Join, changed: list[int], sizes: list[int]) -> int | None:
 
 
 def connected(node: Join, members: set[int]) -> bool:
-    """Whether ``members`` (inputs of ``node``) are connected by the conjuncts over exactly
-    two of them."""
-    edges = [inputs for _, inputs in conjunct_inputs(node) if len(inputs) == 2]
+    """Whether ``members`` (inputs of ``node``) are connected in ``join_graph`` by paths
+    through members only."""
+    neighbours = join_graph(node)
     reached = {min(members)}
-    grown = True
-    while grown:
-        more = {i for inputs in edges if inputs & reached and inputs <= members for i in inputs}
-        grown = not more <= reached
-        reached |= more
+    frontier = list(reached)
+    while frontier:
+        found = (neighbours[frontier.pop()] & members) - reached
+        reached |= found
+        frontier.extend(found)
     return reached == members
 
 
