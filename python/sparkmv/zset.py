@@ -10,11 +10,29 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from sparkmv.parse.statements import quote_identifier
 
 WEIGHT = "__sparkmv_weight"
 """The weight column of every Z-set DataFrame."""
+
+EXACT_TYPES = (
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.DecimalType,
+    T.StringType,
+    T.DateType,
+    T.TimestampType,
+    T.TimestampNTZType,
+    T.BinaryType,
+)
+"""Types whose values Spark finds equal exactly when their representations are: equal values
+hash equally, and grouping them by value in Arrow groups them as Spark does. Floating point
+is not among them (Spark takes 0.0 = -0.0 and groups every NaN together)."""
 
 
 def column(name: str) -> Column:

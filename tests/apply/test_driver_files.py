@@ -1,8 +1,9 @@
 """A small change is merged through the driver: ΔV, the rows it hits and the merged rows are
 collected as Arrow and written by the driver as parquet (``apply/driver_files.py``), in the
-layout Spark writes. These tests check that every column type the driver carries comes back
-unchanged, for each storage layout, and that a bag of rows takes its insertions without
-reading stored rows."""
+layout Spark writes; rows whose columns all compare exactly are also merged there. These
+tests check that every column type the driver carries comes back unchanged, for each storage
+layout and either merge, and that a bag of rows takes its insertions without reading stored
+rows."""
 
 from __future__ import annotations
 
@@ -53,12 +54,15 @@ def driver_files(spark: SparkSession, view: str) -> list[Path]:
 @pytest.mark.parametrize(
     "query",
     [
-        "SELECT * FROM typed WHERE num < 5",
+        "SELECT * FROM typed WHERE num < 5",  # doubles: merged by Spark
+        # every column compares exactly: merged at the driver (``Merge.at_driver``)
+        "SELECT id, flag, tiny, small, num, price, wide, name, raw, day, moment, local"
+        " FROM typed WHERE num < 5",
         "SELECT DISTINCT flag, tiny, name, raw, day, moment, local FROM typed",
         "SELECT name, day, count(*) AS n, sum(price) AS p, sum(wide) AS w, min(moment) AS m,"
         " max(real) AS r FROM typed GROUP BY name, day",
     ],
-    ids=["rows", "distinct", "aggregate"],
+    ids=["rows", "exact-rows", "distinct", "aggregate"],
 )
 def test_every_column_type_survives_a_merge_through_the_driver(
     spark: SparkSession, db: str, patching: None, query: str

@@ -21,7 +21,10 @@ Order, each step safe to crash after (as for a full refresh, ``materialize.py``)
 
 Steps 2 and 3 write few rows when ΔV is small; those rows are then collected and written
 by the driver (``BucketWriter``, ``apply/driver_files.py``) instead of by a Spark write,
-whose job and commit protocol cost most of a small refresh.
+whose job and commit protocol cost most of a small refresh. There, step 2 drops the rows the
+old mask hides after collecting (the mask read from its files, not broadcast by a job), and
+step 3 runs at the driver too when the layout's merge can (``Merge.at_driver``: rows whose
+columns compare exactly), since both of its inputs are already there.
 
 A small view (fewer stored rows than ``STORAGE_PATCH_MIN_ROWS_CONF``, whose every touched
 bucket would be rewritten whole anyway) skips the staging: one Spark job computes ΔV, merges
@@ -51,6 +54,7 @@ from functools import reduce
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -76,7 +80,7 @@ from sparkmv.jobs import buckets, job_step
 from sparkmv.observations import observe
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.plan.merge import METRICS, Merge
-from sparkmv.stored_columns import BUCKET_COLUMN
+from sparkmv.stored_columns import BUCKET_COLUMN, COUNT_COLUMN
 from sparkmv.zset import WEIGHT
 
 DEFAULT_MAX_MASKED_SHARE = 0.25
@@ -115,14 +119,15 @@ def apply_change(
     written under ``root``.
 
     Spark jobs: a small view's, one (``_rewrite_in_one_pass``). Else one computes ΔV; one
-    merges it (and writes the merged rows); a patch costs one more that finds (and masks)
-    the stored rows ΔV replaces. In a bag of rows, a small ΔV that only inserts costs just
-    the first: its copies are appended from the driver. A small ΔV's merge and hits are
-    collected and written by the driver (``BucketWriter``), a large one's by Spark (and a
-    join with ΔV's keys then costs a broadcast). Each job is described by the view and its
-    step (``jobs.job_step``). Which buckets ΔV touches, how many rows it has in each and
-    how many rows each bucket's mask holds come from ΔV at the driver or from the files
-    those jobs wrote (listings and parquet footers), not from jobs of their own.
+    merges it (and writes the merged rows), none when ΔV and the rows it hits are merged at
+    the driver; a patch costs one more that finds (and masks) the stored rows ΔV replaces.
+    In a bag of rows, a small ΔV that only inserts costs just the first: its copies are
+    appended from the driver. A small ΔV's merge and hits are collected and written by the
+    driver (``BucketWriter``), a large one's by Spark (and a join with ΔV's keys then costs
+    a broadcast). Each job is described by the view and its step (``jobs.job_step``). Which
+    buckets ΔV touches, how many rows it has in each and how many rows each bucket's mask
+    holds come from ΔV at the driver or from the files those jobs wrote (listings and
+    parquet footers), not from jobs of their own.
     """
     path = new_snapshot_path(root)
     try:
@@ -146,16 +151,20 @@ def apply_change(
             observed = _append(spark, staged.appended, path)
         else:
             writer = _writer(merge, staged, whole, files, path)
-            merged = _live_rows(spark, view, merge.schema, mask, whole, files)
             probed = (touched - whole) & staged.probed_buckets
+            hits = _Hits(mask_path(path), _bucketed(merge.schema), {})
             if probed:
                 with job_step(spark, f"{step} find the rows ΔV replaces in {buckets(len(probed))}"):
-                    hits, hit_count = _mask_hits(
-                        spark, view, merge, staged, probed, mask, files, writer
-                    )
-                merged = hits.unionByName(merged)
-            with job_step(spark, f"{step} write {buckets(len(touched))}"):
-                observed = write_merged(merge, merged, staged.frame, path, writer)
+                    hits = _mask_hits(spark, view, merge, staged, probed, mask, files, writer)
+            merged_at_driver = _merged_at_driver(merge, staged, hits, whole, path)
+            if merged_at_driver is not None:
+                observed = merged_at_driver
+            else:
+                merged = _live_rows(spark, view, merge.schema, mask, whole, files)
+                with job_step(spark, f"{step} write {buckets(len(touched))}"):
+                    merged = hits.frame(spark).unionByName(merged)
+                    observed = write_merged(merge, merged, staged.frame, path, writer)
+            hit_count = hits.count
         if observed["negative"]:
             raise ChangeDoesNotFitError(
                 f"{observed['negative']} rows of the view would occur a negative number of times"
@@ -254,7 +263,8 @@ class StagedChange:
     rows equal to them (all rows; a bag's deletions only), when at the driver and not too
     many to list in a query. ``probed_buckets``: the buckets of those rows. ``appended``:
     in a bag of rows, when ΔV only inserts and is at the driver, its rows each ``weight``
-    times, with their bucket: all the refresh has to store."""
+    times, with their bucket: all the refresh has to store. ``table``: ΔV itself at the
+    driver (with its bucket), when it is merged through the driver."""
 
     frame: DataFrame
     rows: dict[int, int]
@@ -262,6 +272,7 @@ class StagedChange:
     probes: list[int] | None = None
     probed_buckets: frozenset[int] = frozenset()
     appended: pa.Table | None = None
+    table: pa.Table | None = None
 
 
 LOCAL_CHANGE_MAX_ROWS = 100_000
@@ -305,7 +316,8 @@ def _stage_change(
         if table.num_rows > LOCAL_CHANGE_MAX_ROWS:  # written here, but merged by Spark
             return StagedChange(frame, rows, probed_buckets=probed)
         appended = _copies(table) if merge.bag and not probed else None
-        return StagedChange(frame, rows, True, probes, probed, appended)
+        at_driver = table.drop_columns([KEY_HASH])
+        return StagedChange(frame, rows, True, probes, probed, appended, at_driver)
     bucketed = frames.select(change, ["*", bucket])
     bucketed.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(staged_path)
     rows = _rows_per_bucket(fs.parquet_row_counts(spark, staged_path))
@@ -403,6 +415,36 @@ class StoredMask:
     def buckets(self) -> frozenset[int]:
         return frozenset(bucket for bucket, rows in self.rows.items() if rows)
 
+    def positions(self, spark: SparkSession, buckets: frozenset[int]) -> pa.Table | None:
+        """The positions (``MASK_SCHEMA``) this mask hides in ``buckets``, read by the
+        driver from its files; None when it cannot read them there."""
+        directory = fs.os_path(spark, mask_path(self.snapshot)) if self.files else ""
+        if self.legacy or directory is None:
+            return None
+        parts = [
+            _positions(f"{directory}/{BUCKET_COLUMN}={bucket}/{name}", bucket)
+            for bucket in sorted(buckets & frozenset(self.files))
+            for name in self.files[bucket]
+        ]
+        return pa.concat_tables(parts) if parts else MASK_SCHEMA_ARROW.empty_table()
+
+
+MASK_SCHEMA_ARROW = pa.schema(
+    [(BUCKET_COLUMN, pa.int32()), (FILE_COLUMN, pa.string()), (ROW_COLUMN, pa.int64())]
+)
+"""``MASK_SCHEMA`` as Spark's Arrow conversion types it."""
+
+
+def _positions(file: str, bucket: int) -> pa.Table:
+    """The masked positions listed in one mask file of ``bucket``."""
+    listed = pq.read_table(file, columns=[FILE_COLUMN, ROW_COLUMN])
+    positions = listed.add_column(0, BUCKET_COLUMN, pa.repeat(bucket, listed.num_rows))
+    return positions.cast(MASK_SCHEMA_ARROW)
+
+
+_NO_MASK = StoredMask("", {}, {}, legacy=False)
+"""A snapshot's mask when its masked rows are dropped elsewhere (``_mask_hits``)."""
+
 
 def _stored_mask(spark: SparkSession, view: MvMetadata) -> StoredMask:
     if not view.masked_rows:
@@ -476,6 +518,28 @@ def _bucketed(schema: T.StructType) -> T.StructType:
     return T.StructType([*schema.fields, T.StructField(BUCKET_COLUMN, T.IntegerType())])
 
 
+@dataclass(frozen=True)
+class _Hits:
+    """The stored rows ΔV merges into, as written into the new snapshot's mask (``path``):
+    their number per bucket, and ``table``, the same rows at the driver (with their
+    positions) when they were brought there."""
+
+    path: str
+    schema: T.StructType  # a stored file's columns and the bucket
+    written: dict[int, int]
+    table: pa.Table | None = None
+
+    @property
+    def count(self) -> int:
+        return sum(self.written.values())
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        """The rows, read back from the mask."""
+        if not self.written:
+            return frames.empty(spark, self.schema)
+        return _read_buckets(spark, self.path, self.schema, sorted(self.written))
+
+
 def _mask_hits(
     spark: SparkSession,
     view: MvMetadata,
@@ -485,19 +549,61 @@ def _mask_hits(
     mask: StoredMask,
     files: BucketFiles,
     writer: BucketWriter,
-) -> tuple[DataFrame, int]:
+) -> _Hits:
     """Write, into the new snapshot's mask, the live stored rows of the patched ``buckets``
     that ΔV merges into (equal on ``Merge.key_columns``, NULL-safe, same bucket), whole and
     with their positions: the mask reads the positions, the merge the rows (so they are
-    found once). One Spark job; return those rows as written, and their number."""
-    stored = _live_rows(spark, view, merge.schema, mask, buckets, files, positions=True)
-    hit = _rows_hit(stored, staged, merge)
+    found once). One Spark job.
+
+    Through the driver, the rows are collected with the masked ones among them and those
+    are dropped there (the stored mask is read from its files): an anti join in the job
+    would broadcast the mask, a second job."""
     schema = _bucketed(merge.schema)
     target = mask_path(writer.path)
-    written = {bucket: rows for bucket, rows in writer.write(hit, target).items() if rows}
-    if not written:
-        return frames.empty(spark, schema), 0
-    return _read_buckets(spark, target, schema, sorted(written)), sum(written.values())
+    local = writable_directory(spark, target) if writer.at_driver else None
+    masked = mask.positions(spark, buckets) if local is not None else None
+    if local is None or masked is None:
+        stored = _live_rows(spark, view, merge.schema, mask, buckets, files, positions=True)
+        hit = _rows_hit(stored, staged, merge)
+        written = {bucket: rows for bucket, rows in writer.write(hit, target).items() if rows}
+        table = None
+    else:
+        stored = _live_rows(spark, view, merge.schema, _NO_MASK, buckets, files, positions=True)
+        hit = _rows_hit(stored, staged, merge)
+        table = frames.collect_arrow(hit, "sparkmv: rows of the view's new snapshot")
+        if masked.num_rows:
+            keys = masked.column_names
+            masked = masked.cast(pa.schema([table.schema.field(key) for key in keys]))
+            table = table.join(masked, keys=keys, join_type="left anti")
+        written = {bucket: rows for bucket, rows in write_by_bucket(table, local).items() if rows}
+    return _Hits(target, schema, written, table)
+
+
+def _merged_at_driver(
+    merge: Merge, staged: StagedChange, hits: _Hits, whole: frozenset[int], path: str
+) -> dict[str, int] | None:
+    """Merge ΔV with the stored rows it hits at the driver and write the rows to store
+    there (``Merge.at_driver``), when both are at the driver and no bucket is rewritten
+    whole; return the merge's metrics, or None when Spark must merge. Saves the merge's
+    job and the planning of its statement."""
+    if merge.at_driver is None or staged.table is None or whole:
+        return None
+    if hits.table is None and staged.probed_buckets:
+        return None
+    directory = writable_directory(staged.frame.sparkSession, path)
+    if directory is None:
+        return None
+    columns = _bucketed(merge.schema).fieldNames()
+    if hits.table is not None:
+        stored = hits.table.select(columns)
+    else:  # ΔV only adds rows: no stored row merges with it
+        types = {field.name: field.type for field in staged.table.schema}
+        types[COUNT_COLUMN] = pa.int64()
+        stored = pa.table({name: pa.array([], types[name]) for name in columns})
+    kept, metrics = merge.at_driver(stored, staged.table)
+    if not metrics["negative"]:
+        write_by_bucket(kept, directory)
+    return metrics
 
 
 def _patching(spark: SparkSession, view: MvMetadata, touched: int) -> bool:

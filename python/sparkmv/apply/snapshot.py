@@ -46,6 +46,7 @@ from sparkmv.stored_columns import (
     VISIBLE_COLUMN,
     storage_columns,
 )
+from sparkmv.zset import EXACT_TYPES
 
 SNAPSHOT_PREFIX = "snapshot-"
 MASK_DIR = "_sparkmv_mask"
@@ -61,21 +62,6 @@ FILE_COLUMN = "mv_file"
 ROW_COLUMN = "mv_row"
 """In the mask: the masked row's index within that file (``_metadata.row_index``)."""
 
-# Types whose equal values hash equally (floating point does not: 0.0 and -0.0 are equal).
-HASHABLE_TYPES = (
-    T.BooleanType,
-    T.ByteType,
-    T.ShortType,
-    T.IntegerType,
-    T.LongType,
-    T.DecimalType,
-    T.StringType,
-    T.DateType,
-    T.TimestampType,
-    T.TimestampNTZType,
-    T.BinaryType,
-)
-
 
 def storage_root(spark: SparkSession, name: TableName) -> str:
     """The directory that holds all snapshots of view ``name`` (resolved)."""
@@ -90,7 +76,7 @@ def key_hash_sql(schema: T.StructType, columns: Sequence[str]) -> str | None:
     """SQL for a 64-bit hash of a row's ``columns`` of hashable types (rows equal on
     ``columns`` hash equally); None when none of them is hashable."""
     types = {field.name: field.dataType for field in schema.fields}
-    hashed = [quote_identifier(c) for c in columns if isinstance(types[c], HASHABLE_TYPES)]
+    hashed = [quote_identifier(c) for c in columns if isinstance(types[c], EXACT_TYPES)]
     return f"xxhash64({', '.join(hashed)})" if hashed else None
 
 
