@@ -8,10 +8,16 @@ costs the driver a few py4j round trips, and a refresh makes dozens.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import logging
 import os
 import shutil
+import threading
 import uuid
+from collections.abc import Callable
+from concurrent import futures
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -236,6 +242,9 @@ def hidden_files(spark: SparkSession, directory: str) -> list[str]:
 
 def has_files(spark: SparkSession, directory: str) -> bool:
     """Whether ``directory`` holds any file (hidden ones included), at any depth."""
+    local = os_path(spark, directory)
+    if local is not None:
+        return any(files for _, _, files in os.walk(local))
     fs, root = filesystem(spark, directory)
     return bool(fs.exists(root) and fs.listFiles(root, True).hasNext())
 
@@ -306,3 +315,38 @@ def _local_path(spark: SparkSession, path: str) -> str | None:
     if uri.getScheme() not in (None, "file"):
         return None
     return str(uri.getPath())
+
+
+_log = logging.getLogger(__name__)
+_background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkmv-remove")
+_pending: list[Future[None]] = []  # not yet seen done
+_pending_lock = threading.Lock()
+
+
+def remove_in_background(task: Callable[[], None]) -> None:
+    """Run ``task`` (removals of local files no reader needs any more) on a thread of its
+    own, after the ones before it: unlinking large files takes milliseconds each, which the
+    statement that retired them need not wait for. A task that fails is logged: what it
+    left behind is found again by whatever retires it next. ``wait_for_removals`` waits."""
+    with _pending_lock:
+        _pending[:] = [*(f for f in _pending if not f.done()), _background.submit(_logged(task))]
+
+
+def wait_for_removals() -> None:
+    """Wait for every task of ``remove_in_background`` submitted so far (from any thread)."""
+    with _pending_lock:
+        submitted = list(_pending)
+    futures.wait(submitted)
+
+
+def _logged(task: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            task()
+        except Exception:
+            _log.warning("sparkmv: a removal in the background failed", exc_info=True)
+
+    return run
+
+
+atexit.register(wait_for_removals)

@@ -19,6 +19,7 @@ import pytest
 from conftest import assert_view_matches_query, change_log_of, zset_counter
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
+from sparkmv import fs
 from sparkmv.capture.files import VERSION_DIR_PREFIX
 
 
@@ -96,6 +97,7 @@ def test_retention_compacts_consumed_versions_and_then_deletes_replaced_files(
     assert list(rows.rglob("*.parquet"))  # the DELETE's deleted rows
     refresh_reason(spark, "w")
     assert log.earliest_readable() == log.current_version()
+    fs.wait_for_removals()  # the files go in the background, after the refresh returned
     assert not any(path.exists() for path in original)
     assert not list(rows.rglob("*.parquet"))
     assert spark.table("t").count() == 2

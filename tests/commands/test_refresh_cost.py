@@ -113,17 +113,23 @@ def _stages(spark: SparkSession, job: int) -> int:
     return int(context.statusStore().job(job).stageIds().size())
 
 
-def test_an_aggregate_refresh_over_inserts_runs_one_job_of_three_stages(
-    spark: SparkSession, fact: str
+@pytest.mark.parametrize("deletes", [False, True], ids=["inserts", "inserts-and-deletes"])
+def test_an_aggregate_refresh_runs_one_job_of_three_stages(
+    spark: SparkSession, fact: str, deletes: bool
 ) -> None:
-    """ΔR of an insert-only change is not consolidated (``relation.net_change``): the job
-    reads it and aggregates ΔV's groups (two stages), then merges them with the stored
+    """ΔR is not consolidated (``relation.net_change``): an insert-only change has no rows
+    that could cancel, and an aggregate of ``COUNT``/``SUM`` over one table sums its
+    change's weights whatever rows it holds (``aggregate_view.sums_its_change``). The job
+    reads ΔR and aggregates ΔV's groups (two stages), then merges them with the stored
     groups (one) — consolidating ΔR first cost a fourth."""
     spark.sql(
         "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(v) AS s FROM fact GROUP BY k"
     )
     spark.sql("INSERT INTO fact SELECT id, id % 10, id % 7 FROM range(1000, 1030)")
     spark.sql("INSERT INTO fact VALUES (2000, 1, 1), (2001, 1, 1)")  # equal on what v reads
+    if deletes:
+        spark.sql("DELETE FROM fact WHERE id % 50 = 1")
+        spark.sql("UPDATE fact SET id = -id WHERE id % 50 = 2")  # cancels on what v reads
     row, cost = refresh(spark, "v")
     assert row.mode == "INCREMENTAL"
     assert cost.jobs == 1

@@ -40,6 +40,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
@@ -358,14 +359,29 @@ class ChangeLog:
         Deletes their change rows, preserved links and the data files copy-on-write retired
         (kept until now for the log's readers and for queries already reading them).
         """
+        fs.wait_for_removals()  # an earlier compaction's, which this one would repeat
         previous = self.earliest_readable()
         through = min(through, self.current_version())
         if through <= previous:
             return
-        commits = [self._read(version) for version in self._versions() if version <= through]
+        listed = self._manifests(fs.list_names(self.spark, f"{self.root}/commits"))
+        # Versions up to ``previous`` whose manifests a crash left behind are forgotten again.
+        commits = [self._read(version) for version in listed if version <= through]
         # The marker (with the latest state) goes first: a crash never exposes a gap.
         last = next((c for c in reversed(commits) if c.version == through), None)
         fs.publish_text(self.spark, self._marker(through), last.to_json() if last else "")
+        forget = partial(self._delete_compacted, commits, previous)
+        retired = [path for commit in commits for path in commit.retired_files]
+        if all(fs.os_path(self.spark, path) is not None for path in [self.root, *retired]):
+            # Every call below is the operating system's: no reader needs these files, and a
+            # crash before they are gone leaves their manifests for the next compaction.
+            fs.remove_in_background(forget)
+        else:
+            forget()
+
+    def _delete_compacted(self, commits: list[LogCommit], previous: int) -> None:
+        """Delete what the compacted ``commits`` kept (``compact``), then their manifests and
+        the ``previous`` compaction marker."""
         preserved = f"{self.root}/preserved/"
         for commit in commits:
             delete_retired(self.spark, commit.retired_files)
@@ -434,8 +450,7 @@ class ChangeLog:
         return versions[-1] if versions else self.earliest_readable()
 
     def earliest_readable(self) -> int:
-        names = fs.list_names(self.spark, f"{self.root}/commits")
-        return max((int(m.group(1)) for name in names if (m := _COMPACTED.match(name))), default=0)
+        return self._compacted_through(fs.list_names(self.spark, f"{self.root}/commits"))
 
     def commits(self, start: int, end: int) -> list[LogCommit]:
         """The commits of versions ``(start, end]``, oldest first."""
@@ -544,8 +559,20 @@ class ChangeLog:
         return tuple(items)
 
     def _versions(self) -> list[int]:
+        """The versions whose manifests the log holds, past its compaction marker: the
+        manifests of compacted versions may linger while (or, after a crash, until)
+        ``_delete_compacted`` removes them, and no reader may use them."""
         names = fs.list_names(self.spark, f"{self.root}/commits")
+        through = self._compacted_through(names)
+        return [version for version in self._manifests(names) if version > through]
+
+    @staticmethod
+    def _manifests(names: list[str]) -> list[int]:
         return sorted(int(match.group(1)) for name in names if (match := _MANIFEST.match(name)))
+
+    @staticmethod
+    def _compacted_through(names: list[str]) -> int:
+        return max((int(m.group(1)) for name in names if (m := _COMPACTED.match(name))), default=0)
 
     def _read(self, version: int) -> LogCommit:
         return LogCommit.from_json(fs.read_text(self.spark, self._manifest(version)))

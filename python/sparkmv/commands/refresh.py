@@ -46,7 +46,11 @@ from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jobs import job_step
 from sparkmv.parse.statements import RefreshMode, RefreshStatement, RefreshTrigger, TableName
-from sparkmv.plan.aggregate_view import compiled_types_json, remember_compiled_types
+from sparkmv.plan.aggregate_view import (
+    compiled_types_json,
+    remember_compiled_types,
+    sums_its_change,
+)
 from sparkmv.plan.cost import table_bytes
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
@@ -285,8 +289,10 @@ def base_states(
         if base.name in consumed and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.source.row_changes(consumed[base.name], base.version, read)
-            inserts = base.source.inserts_only(consumed[base.name], base.version, read)
-            state = BaseState(state.rows, None, logged, read, inserts, size)
+            as_logged = sums_its_change(root) or base.source.inserts_only(
+                consumed[base.name], base.version, read
+            )
+            state = BaseState(state.rows, None, logged, read, as_logged, size)
             state = state.netted() if consolidated else state
         states[base.name] = state
     return delta_engine(spark, states)

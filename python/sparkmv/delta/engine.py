@@ -63,14 +63,14 @@ class LazyRows:
 @dataclass(frozen=True)
 class BaseState:
     """A base table as one refresh sees it: its rows now, and its net change ΔR (a Z-set
-    over the same columns, consolidated unless ``inserts_only``) when it changed since the
+    over the same columns, consolidated unless ``as_logged``) when it changed since the
     last refresh, with the change's rows as logged (before consolidation)."""
 
     rows: DataFrame | LazyRows | str  # or the qualified name of the catalog table, read when run
     change: DataFrame | None = None
     logged: DataFrame | None = None
     read: set[str] | None = None  # the columns the change keeps (``relation.net_change``)
-    inserts_only: bool = False  # every logged row weighs +1 (``relation.net_change``)
+    as_logged: bool = False  # ΔR need not be consolidated (``relation.net_change``)
     bytes: int = 0  # of its files, as listed (0: unknown); ranks a join's inputs by size
 
     def netted(self, logged: DataFrame | None = None) -> BaseState:
@@ -78,7 +78,7 @@ class BaseState:
         which then become its logged rows): ``relation.net_change``."""
         rows = self.logged if logged is None else logged
         assert rows is not None, "a base table without logged changes has no net change"
-        return replace(self, logged=rows, change=net_change(rows, self.read, self.inserts_only))
+        return replace(self, logged=rows, change=net_change(rows, self.read, self.as_logged))
 
 
 @dataclass

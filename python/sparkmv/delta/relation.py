@@ -117,17 +117,18 @@ def consolidated_from(source: str, columns: list[str]) -> str:
     return f"SELECT {selected} AS {WEIGHT_SQL} FROM {source}{grouped} HAVING {total} <> 0"
 
 
-def net_change(logged: DataFrame, read: set[str] | None, inserts_only: bool = False) -> DataFrame:
+def net_change(logged: DataFrame, read: set[str] | None, as_logged: bool = False) -> DataFrame:
     """A base table's net change ΔR from its ``logged`` rows (a Z-set): consolidated, with
     the columns the view does not read (``read``; None: all are read) set to NULL first, so
     that an update's pre- and post-image that differ only there cancel (a readily ignorable
     update, Hanson §1 after Buneman–Clemons). One SQL statement.
 
-    ``inserts_only`` (every logged row weighs +1, ``VersionedChanges.inserts_only``): not
-    consolidated, since no two rows can cancel and the delta rules are exact over any
-    representation of a Z-set (``delta/engine.py``); consolidating would only merge equal
-    copies, at the cost of a shuffle in the refresh's job. The unread columns are NULL
-    either way (the rules read ``R_old`` with them NULL)."""
+    ``as_logged``: not consolidated, because no two logged rows can cancel (every one weighs
+    +1, ``VersionedChanges.inserts_only``) or because the view sums its change
+    (``aggregate_view.sums_its_change``). The delta rules are exact over any representation
+    of a Z-set (``delta/engine.py``); consolidating would only merge equal copies or cancel
+    rows that add zero anyway, at the cost of a shuffle in the refresh's job. The unread
+    columns are NULL either way (the rules read ``R_old`` with them NULL)."""
     spark = logged.sparkSession
     wanted = None if read is None else {name.lower() for name in read}  # names ignore case
     fields = [field for field in logged.schema.fields if field.name != WEIGHT]
@@ -137,7 +138,7 @@ def net_change(logged: DataFrame, read: set[str] | None, inserts_only: bool = Fa
         else f"CAST(NULL AS {field.dataType.simpleString()}) AS {quote_identifier(field.name)}"
         for field in fields
     ]
-    if inserts_only:
+    if as_logged:
         every = wanted is None or all(field.name.lower() in wanted for field in fields)
         return logged if every else frames.select(logged, [*columns, WEIGHT_SQL])
     views = TempViews(spark)

@@ -32,7 +32,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from sparkmv import frames
-from sparkmv.analyze.relational import Aggregate, Filter, Node, Project
+from sparkmv.analyze.relational import Aggregate, Filter, Node, Project, Scan
 from sparkmv.config import ANSI_CONF
 from sparkmv.delta import aggregate as agg
 from sparkmv.delta.engine import DeltaEngine, Version, sql_expression
@@ -504,6 +504,25 @@ def aggregate_view(root: Node | None) -> AggregateView | None:
     if isinstance(below, Filter) and isinstance(below.child, Aggregate):
         return AggregateView(below.child, below.predicate, root)
     return AggregateView(below, None, root) if isinstance(below, Aggregate) else None
+
+
+def sums_its_change(root: Node | None) -> bool:
+    """Whether ``root`` is an aggregate view over one table whose calls are all ``COUNT``,
+    ``SUM`` or ``AVG`` without DISTINCT, below only filters and projections: then
+    ``Δstate = γ(σπ(ΔR))`` sums each change row's weight times its values, and is the same
+    over any representation of ``ΔR`` as a Z-set. Its change need not be consolidated
+    (``relation.net_change``): rows that consolidation would cancel add zero to their
+    group, and a group left with ``COUNT(*)`` 0 is dropped as always."""
+    view = aggregate_view(root)
+    if view is None or any(
+        call.distinct or call.function not in ("count", "sum", "avg")
+        for call in view.aggregate.calls
+    ):
+        return False
+    below: Node = view.aggregate.child
+    while isinstance(below, (Filter, Project)):
+        below = below.child
+    return isinstance(below, Scan)
 
 
 def group_merge(view: AggregateView, engine: DeltaEngine) -> Merge:
