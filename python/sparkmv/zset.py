@@ -8,6 +8,7 @@ row inserted and deleted within one range disappears while duplicates keep their
 
 from __future__ import annotations
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -85,3 +86,10 @@ def as_bag(zset: DataFrame, weight: str = WEIGHT) -> DataFrame:
     copies = F.explode(F.array_repeat(F.lit(True), F.col(weight).cast("int")))
     columns = [column(name) for name in zset.columns if name != weight]
     return zset.select(*columns, copies.alias("__copy")).drop("__copy")
+
+
+def repeated_rows(rows: pa.Table, copies: list[int]) -> pa.Table:
+    """Row ``i`` of ``rows`` ``copies[i]`` times (none when not positive): a Z-set's rows at
+    the driver as a bag."""
+    indices = [i for i, count in enumerate(copies) if count > 0 for _ in range(count)]
+    return rows.take(pa.array(indices, pa.int64()))

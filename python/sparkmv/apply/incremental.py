@@ -81,7 +81,7 @@ from sparkmv.observations import observe
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.plan.merge import METRICS, Merge
 from sparkmv.stored_columns import BUCKET_COLUMN, COUNT_COLUMN
-from sparkmv.zset import WEIGHT
+from sparkmv.zset import WEIGHT, repeated_rows
 
 DEFAULT_MAX_MASKED_SHARE = 0.25
 """A touched bucket whose mask would hide more than this share of its stored rows is
@@ -347,9 +347,7 @@ def _staged_at_driver(
 def _copies(table: pa.Table) -> pa.Table:
     """The rows of a Z-set of positive weights (with its bucket), each ``weight`` times,
     without the weight and the key hash: a bag's stored rows."""
-    weights = table.column(WEIGHT).to_pylist()
-    indices = pa.array([i for i, weight in enumerate(weights) for _ in range(weight)], pa.int64())
-    return table.drop_columns([WEIGHT, KEY_HASH]).take(indices)
+    return repeated_rows(table.drop_columns([WEIGHT, KEY_HASH]), table[WEIGHT].to_pylist())
 
 
 def _append(spark: SparkSession, rows: pa.Table, path: str) -> dict[str, int]:

@@ -282,6 +282,7 @@ def base_states(
     (the engine sees no table changed)."""
     consumed = {table.name: table.consumed_version for table in changed}
     sizes = table_bytes(bases)
+    summed = sums_its_change(root)  # then no table's change need be consolidated
     states = {}
     for base in bases:
         size = sizes.get(base.name, 0)
@@ -289,9 +290,7 @@ def base_states(
         if base.name in consumed and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.source.row_changes(consumed[base.name], base.version, read)
-            as_logged = sums_its_change(root) or base.source.inserts_only(
-                consumed[base.name], base.version, read
-            )
+            as_logged = summed or base.source.inserts_only(consumed[base.name], base.version, read)
             state = BaseState(state.rows, None, logged, read, as_logged, size)
             state = state.netted() if consolidated else state
         states[base.name] = state

@@ -21,7 +21,7 @@ from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.delta.relation import WEIGHT_SQL, TempViews
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.stored_columns import BUCKET_COLUMN, COUNT_COLUMN, storage_columns
-from sparkmv.zset import EXACT_TYPES, WEIGHT
+from sparkmv.zset import EXACT_TYPES, WEIGHT, repeated_rows
 
 METRICS = ("inserted", "deleted", "rewritten", "negative")
 """What a merge counts: visible rows inserted and deleted, stored rows written, and rows
@@ -145,9 +145,8 @@ def _row_merge_at_driver(visible: list[str], counted: bool) -> DriverMerge:
         if counted:
             rows = grouped.select(visible).append_column(COUNT_COLUMN, new)
             return rows.append_column(BUCKET_COLUMN, grouped[BUCKET_COLUMN]).filter(live), metrics
-        copies = new.to_pylist()  # few rows: ΔV's and the stored rows they hit
-        repeated = [i for i, n in enumerate(copies) if n > 0 for _ in range(n)]
-        return grouped.select(keys).take(pa.array(repeated, pa.int64())), metrics
+        # few rows: ΔV's and the stored rows they hit
+        return repeated_rows(grouped.select(keys), new.to_pylist()), metrics
 
     return merged
 
