@@ -233,6 +233,15 @@ def run_crash_step(
     )
 
 
+def last_job_id(spark: SparkSession) -> int:
+    """The id of the last Spark job the driver started (-1: none yet), once the jobs that
+    finished have reached Spark's status store."""
+    context: Any = spark.sparkContext._jsc.sc()
+    context.listenerBus().waitUntilEmpty(10_000)
+    jobs = context.statusStore().jobsList(None)
+    return -1 if jobs.isEmpty() else max(jobs.head().jobId(), jobs.last().jobId())
+
+
 @dataclass
 class RoundTrips:
     count: int = 0

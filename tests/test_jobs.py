@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from conftest import assert_view_matches_query, session_confs
+from conftest import assert_view_matches_query, last_job_id, session_confs
 from pyspark.sql import SparkSession
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 from sparkmv.jobs import JOB_DESCRIPTION
@@ -18,16 +18,10 @@ from sparkmv.jobs import JOB_DESCRIPTION
 def job_descriptions(spark: SparkSession) -> Iterator[list[str]]:
     """The descriptions of the jobs that run inside ("" for a job without one)."""
     context: Any = spark.sparkContext._jsc.sc()
-
-    def last_job() -> int:
-        context.listenerBus().waitUntilEmpty(10_000)
-        jobs = context.statusStore().jobsList(None)
-        return -1 if jobs.isEmpty() else max(jobs.head().jobId(), jobs.last().jobId())
-
     found: list[str] = []
-    first = last_job()
+    first = last_job_id(spark)
     yield found
-    for job in range(first + 1, last_job() + 1):
+    for job in range(first + 1, last_job_id(spark) + 1):
         description = context.statusStore().job(job).description()
         found.append(str(description.get()) if description.isDefined() else "")
 

@@ -72,3 +72,13 @@ def write_by_bucket(rows: pa.Table, directory: str) -> dict[int, int]:
         pq.write_table(part, os.path.join(target, name), compression="snappy")
         written[int(bucket)] = part.num_rows
     return written
+
+
+def write_empty_bucket(rows: pa.Table, directory: str) -> None:
+    """Write one parquet file without rows, of ``rows``' columns but the bucket column, as
+    bucket 0 of the local ``directory``: a snapshot with no file could not be read
+    (``snapshot.keep_schema_readable``)."""
+    target = os.path.join(directory, f"{BUCKET_COLUMN}=0")
+    os.makedirs(target, exist_ok=True)
+    empty = rows.drop_columns([BUCKET_COLUMN]).slice(0, 0)
+    pq.write_table(empty, os.path.join(target, f"part-{uuid.uuid4().hex}-driver.snappy.parquet"))

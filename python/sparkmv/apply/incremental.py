@@ -32,6 +32,10 @@ it with every live stored row (``new = old ⊎ ΔV``; the buckets ΔV misses com
 were) and brings the merged rows to the driver, which writes the whole new snapshot. Staging
 would cost a second job, and the planning of a second statement, to write fewer rows.
 
+A small view whose change the driver can merge by itself (``apply_at_driver``: a plain
+aggregate's groups, ``plan/driver_aggregate.py``) is rewritten the same way without Spark:
+its stored rows read, merged and written by the driver, no job.
+
 The stored rows are read by bucket directory and explicit schema: no listing of the other
 buckets, no schema inference, no job to count anything.
 
@@ -49,6 +53,8 @@ change the log did not see): nothing is committed and the caller refreshes fully
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
 
@@ -60,7 +66,12 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkmv import frames, fs
-from sparkmv.apply.driver_files import carried_by_driver, writable_directory, write_by_bucket
+from sparkmv.apply.driver_files import (
+    carried_by_driver,
+    writable_directory,
+    write_by_bucket,
+    write_empty_bucket,
+)
 from sparkmv.apply.snapshot import (
     CHANGE_DIR,
     FILE_COLUMN,
@@ -186,6 +197,77 @@ def apply_change(
     except BaseException:
         remove_path(spark, path)
         raise
+
+
+RewriteAtDriver = Callable[[pa.Table, int], tuple[pa.Table, dict[str, int]]]
+"""A merge of a view's change into every stored row, at the driver: (the stored rows with
+their bucket, the view's bucket count) → (the rows to store, with their bucket; the
+``METRICS``)."""
+
+
+def apply_at_driver(
+    spark: SparkSession, root: str, view: MvMetadata, merged: RewriteAtDriver
+) -> AppliedChange | None:
+    """A new snapshot of ``view``, under ``root``, holding ``merged`` of its stored rows,
+    all read, merged and written by the driver (no Spark job): when the snapshot is local,
+    unmasked, below ``STORAGE_PATCH_MIN_ROWS_CONF`` rows and ``DRIVER_WRITE_MAX_BYTES``.
+    None when it is not (nothing written). ``new = old ⊎ ΔV`` over every bucket, as in
+    ``_rewrite_in_one_pass``: no bucket is linked, no mask carried."""
+    local = fs.os_path(spark, view.snapshot)
+    if local is None or view.masked_rows or view.row_count >= _patch_min_rows(spark):
+        return None
+    files = _local_bucket_files(local)
+    size = sum(size for names in files.values() for size in names.values())
+    if not files or size > DRIVER_WRITE_MAX_BYTES:
+        return None
+    path = new_snapshot_path(root)
+    target = writable_directory(spark, path)
+    if target is None:
+        return None
+    try:
+        stored = _stored_at_driver(local, files)
+    except (pa.ArrowException, OSError):  # files pyarrow cannot read as one table
+        return None
+    rows, observed = merged(stored, view.layout.buckets)
+    if observed["negative"]:
+        raise ChangeDoesNotFitError(
+            f"{observed['negative']} rows of the view would occur a negative number of times"
+        )
+    try:
+        if not write_by_bucket(rows, target):  # as ``keep_schema_readable``
+            write_empty_bucket(rows, target)
+    except BaseException:
+        remove_path(spark, path)
+        raise
+    return AppliedChange(
+        path, 0, observed["inserted"], observed["deleted"], 0, len(files), observed["rewritten"]
+    )
+
+
+def _local_bucket_files(snapshot: str) -> BucketFiles:
+    """``_bucket_files`` of the local directory ``snapshot``, listed by the driver."""
+    files: BucketFiles = {}
+    prefix = f"{BUCKET_COLUMN}="
+    for directory in os.listdir(snapshot):
+        if not directory.startswith(prefix):
+            continue
+        bucket = int(directory[len(prefix) :])
+        names = files.setdefault(bucket, {})
+        for name in os.listdir(os.path.join(snapshot, directory)):
+            if not fs.is_hidden(name):
+                names[name] = os.path.getsize(os.path.join(snapshot, directory, name))
+    return files
+
+
+def _stored_at_driver(snapshot: str, files: BucketFiles) -> pa.Table:
+    """Every row of the local ``snapshot`` (its ``files``), with its bucket."""
+    tables = []
+    for bucket, names in sorted(files.items()):
+        for name in sorted(names):
+            table = pq.read_table(os.path.join(snapshot, f"{BUCKET_COLUMN}={bucket}", name))
+            number = pa.repeat(pa.scalar(bucket, pa.int32()), table.num_rows)
+            tables.append(table.append_column(BUCKET_COLUMN, number))
+    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def relinked_snapshot(

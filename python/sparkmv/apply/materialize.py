@@ -19,7 +19,7 @@ from typing import Protocol
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.apply import snapshot
-from sparkmv.apply.incremental import apply_change, relinked_snapshot
+from sparkmv.apply.incremental import AppliedChange, apply_change, relinked_snapshot
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
@@ -148,6 +148,21 @@ def incremental_refresh(
         except BaseException:
             snapshot.remove_path(spark, applied.snapshot)
             raise
+    return commit_change(spark, catalog, view, applied, reason, started_ms, irrelevant, recorder)
+
+
+def commit_change(
+    spark: SparkSession,
+    catalog: ViewCatalog,
+    view: MvMetadata,
+    applied: AppliedChange,
+    reason: str,
+    started_ms: int,
+    irrelevant: Callable[[], Mapping[str, int]] | None = None,
+    recorder: ChangeRecorder | None = None,
+) -> MvMetadata:
+    """Commit the snapshot an incremental refresh of ``view`` wrote (``applied``), with its
+    counters; the new metadata (arguments as in ``incremental_refresh``)."""
     log.info(
         "incremental refresh of %s: of %d buckets %d patched, %d rewritten (%d rows written,"
         " %d masked), +%d -%d rows",

@@ -34,6 +34,7 @@ manifest of that version exists (``publish_text``).
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 import uuid
@@ -42,7 +43,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from sparkmv import frames, fs
@@ -480,6 +484,51 @@ class ChangeLog:
         logged (not consolidated: a row inserted then deleted appears twice). A reader of
         only the columns ``read`` skips the UPDATEs that assign none of them: their images
         agree on those columns, so they cancel once the others are set aside."""
+        logged = self._logged(start, end, read)
+        reads = [
+            *self._file_reads(logged.inserted_files, +1),
+            *self._file_reads(logged.deleted_files, -1),
+        ]
+        for weight, directories in ((+1, logged.inserted_rows), (-1, logged.deleted_rows)):
+            if directories:
+                reads.append(
+                    ParquetRead(self.schema, tuple(directories), select=self._items({}, weight))
+                )
+        if not reads:
+            return frames.select(frames.empty(self.spark, self.schema), self._items({}, 0))
+        return frames.read_parquets(self.spark, reads)
+
+    def local_row_changes(
+        self, start: int, end: int, columns: list[str], max_bytes: int
+    ) -> pa.Table | None:
+        """``row_changes(start, end, set(columns))``'s ``columns`` and weight, read by the
+        driver with pyarrow when every file is local, none of ``columns`` is a partition
+        column (a data file does not hold those) and the files hold at most ``max_bytes``;
+        None otherwise. Each file's columns are cast to the types Spark reads them as."""
+        logged = self._logged(start, end, set(columns))
+        partitioned = {c for ref in logged.all_files() for c, _ in ref.partition}
+        if partitioned & set(columns):
+            return None
+        weighted = [(ref.path, w) for refs, w in logged.files_by_weight() for ref in refs]
+        weighted += [(d, w) for dirs, w in logged.rows_by_weight() for d in dirs]
+        local = [(fs.os_path(self.spark, path), w) for path, w in weighted]
+        files = [(path, w) for path, w in local if path is not None]
+        if len(files) < len(local) or _local_bytes([p for p, _ in files]) > max_bytes:
+            return None
+        fields = {f.name: f for f in self.schema.fields}
+        spark_schema = StructType([fields[c] for c in columns])
+        schema = pa.schema([f.with_nullable(True) for f in to_arrow_schema(spark_schema)])
+        try:
+            tables = [_weighted_table(path, schema, w) for path, w in files]
+        except (pa.ArrowException, OSError, KeyError):  # not as Spark reads it: let Spark
+            return None
+        if not tables:
+            return schema.append(_WEIGHT_FIELD).empty_table()
+        return pa.concat_tables(tables)
+
+    def _logged(self, start: int, end: int, read: set[str] | None) -> _Logged:
+        """What ``row_changes`` reads: the files and row directories of the commits of
+        ``(start, end]`` a reader of ``read`` cannot skip."""
         commits = self.commits(start, end)
         reason = _incomplete_reason(commits)
         if reason:
@@ -492,28 +541,20 @@ class ChangeLog:
             for commit in commits + self.commits(end, self.current_version())
             for path, link in commit.preserved.items()
         }
-        inserted = [
-            FileRef(moved.get(ref.path, ref.path), ref.partition)
-            for commit in commits
-            for ref in commit.inserted_files
-        ]
-        deleted = [
-            FileRef(moved.get(ref.path, ref.path), ref.partition)
-            for commit in commits
-            for ref in commit.deleted_files
-        ]
-        reads = [*self._file_reads(inserted, +1), *self._file_reads(deleted, -1)]
-        for weight, directories in (
-            (+1, [c.inserted_rows for c in commits if c.inserted_rows is not None]),
-            (-1, [c.deleted_rows for c in commits if c.deleted_rows is not None]),
-        ):
-            if directories:
-                reads.append(
-                    ParquetRead(self.schema, tuple(directories), select=self._items({}, weight))
-                )
-        if not reads:
-            return frames.select(frames.empty(self.spark, self.schema), self._items({}, 0))
-        return frames.read_parquets(self.spark, reads)
+        return _Logged(
+            [
+                FileRef(moved.get(ref.path, ref.path), ref.partition)
+                for commit in commits
+                for ref in commit.inserted_files
+            ],
+            [
+                FileRef(moved.get(ref.path, ref.path), ref.partition)
+                for commit in commits
+                for ref in commit.deleted_files
+            ],
+            [c.inserted_rows for c in commits if c.inserted_rows is not None],
+            [c.deleted_rows for c in commits if c.deleted_rows is not None],
+        )
 
     def inserts_only(self, start: int, end: int, read: set[str] | None = None) -> bool:
         """Whether the commits ``row_changes(start, end, read)`` reads delete nothing (no
@@ -598,6 +639,51 @@ class ChangeLog:
 
     def _intent(self, pending_id: str) -> str:
         return f"{self.root}/pending/{pending_id}.intent"
+
+
+@dataclass(frozen=True)
+class _Logged:
+    """The changed rows of a version range, as logged: data files inserted (+1) and deleted
+    (−1) by reference, and directories of explicit inserted and deleted rows."""
+
+    inserted_files: list[FileRef]
+    deleted_files: list[FileRef]
+    inserted_rows: list[str]
+    deleted_rows: list[str]
+
+    def all_files(self) -> list[FileRef]:
+        return [*self.inserted_files, *self.deleted_files]
+
+    def files_by_weight(self) -> list[tuple[list[FileRef], int]]:
+        return [(self.inserted_files, +1), (self.deleted_files, -1)]
+
+    def rows_by_weight(self) -> list[tuple[list[str], int]]:
+        return [(self.inserted_rows, +1), (self.deleted_rows, -1)]
+
+
+_WEIGHT_FIELD = pa.field(WEIGHT, pa.int64(), nullable=False)
+
+
+def _local_bytes(paths: list[str]) -> int:
+    """The bytes of the local files and directories ``paths`` (a directory: its files)."""
+    total = 0
+    for path in paths:
+        if os.path.isdir(path):
+            total += sum(
+                os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(path) for n in names
+            )
+        else:
+            total += os.path.getsize(path)
+    return total
+
+
+def _weighted_table(path: str, schema: pa.Schema, weight: int) -> pa.Table:
+    """The columns ``schema`` of the local parquet file or directory ``path`` (its hidden
+    files, such as ``_SUCCESS``, skipped), cast to ``schema``, each row weighing ``weight``."""
+    table = pq.read_table(path, columns=schema.names)
+    weights = pa.repeat(weight, table.num_rows)  # a table of no columns loses its rows in a cast
+    columns = [table.column(field.name).cast(field.type) for field in schema]
+    return pa.Table.from_arrays([*columns, weights], schema=schema.append(_WEIGHT_FIELD))
 
 
 def _literal(value: str | None) -> str:

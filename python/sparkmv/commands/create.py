@@ -41,6 +41,7 @@ from sparkmv.parse.statements import (
     RefreshTrigger,
     TableName,
 )
+from sparkmv.plan.aggregate_view import compiled_types_json
 from sparkmv.plan.refresh_plan import check_policy, storage_layout
 from sparkmv.plan.view_delta import maintainability_of, schemas_key, stored_rows
 
@@ -160,11 +161,12 @@ def execute_create(
         data = derived.rows
     state = None
     recursive = recursive_nodes(plan.maintainability.root)
+    compiled_key = checked_schemas(context.spark, plan, bases)
     if layout.buckets and (derived is None or recursive):  # the tables at the logged versions
         states = {b.name: BaseState(b.rows(context.spark)) for b in bases}
         with delta_engine(context.spark, states) as engine:  # through the delta rules
             if derived is None:
-                data = stored_rows(plan.maintainability, engine)
+                data = stored_rows(plan.maintainability, engine, compiled_key)
             # The fixpoints, computed while the engine's temporary views exist (rows derived
             # from the old contents computed none; the next refresh needs them).
             for node in recursive:
@@ -208,7 +210,8 @@ def execute_create(
         stats=stats,
         consumed_versions=positions(bases),
         layout=layout,
-        checked_schemas=checked_schemas(context.spark, plan, bases),
+        checked_schemas=compiled_key,
+        compiled_types=compiled_types_json(compiled_key),
     )
     try:
         properties = {**plan.definition.user_properties, **plan.kept_properties}

@@ -25,15 +25,17 @@ from sparkmv.apply.fixpoints import (
     recursive_nodes,
     stored_fixpoints,
 )
-from sparkmv.apply.incremental import ChangeDoesNotFitError
+from sparkmv.apply.incremental import ChangeDoesNotFitError, apply_at_driver
 from sparkmv.apply.materialize import (
     ChangeRecorder,
+    commit_change,
     commit_snapshot,
     full_refresh,
     incremental_refresh,
     now_ms,
     remove_unreferenced,
 )
+from sparkmv.apply.snapshot import storage_root
 from sparkmv.capture.tracking import BaseTable, immediate_views, positions, schemas
 from sparkmv.capture.view_log import ViewChangeLog
 from sparkmv.catalog.metadata import MvMetadata
@@ -47,11 +49,14 @@ from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jobs import job_step
 from sparkmv.parse.statements import RefreshMode, RefreshStatement, RefreshTrigger, TableName
 from sparkmv.plan.aggregate_view import (
+    aggregate_view,
+    compiled_types,
     compiled_types_json,
     remember_compiled_types,
     sums_its_change,
 )
 from sparkmv.plan.cost import table_bytes
+from sparkmv.plan.driver_aggregate import DriverMergeDeclinedError, driver_aggregate
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
@@ -200,6 +205,9 @@ def refresh_incrementally(
     maintained = plan.query.maintainability
     assert maintained.root is not None
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
+    at_driver = refreshed_at_driver(context, measured, plan, bases, started, recorder)
+    if at_driver is not None:
+        return at_driver
     query = query_hash(consumed.query, consumed.query_database)
     fixpoints = stored_fixpoints(spark, consumed.snapshot, query, maintained.root)
     if fixpoints is None:
@@ -238,6 +246,56 @@ def refresh_incrementally(
         )
 
 
+DRIVER_CHANGE_MAX_BYTES = 4 * 1024 * 1024
+"""A change whose logged files hold at most this many bytes may be read by the driver
+(``refreshed_at_driver``): a few tens of thousands of rows, summed in Python in tens of
+milliseconds; a larger one is summed by Spark."""
+
+
+def refreshed_at_driver(
+    context: CommandContext,
+    view: MvMetadata,
+    plan: RefreshPlan,
+    bases: list[BaseTable],
+    started: int,
+    recorder: ChangeRecorder | None,
+) -> MvMetadata | None:
+    """The view refreshed without a Spark job, when it is an aggregate view the driver can
+    maintain (``plan/driver_aggregate.py``), its types are compiled, and its change and
+    stored rows are small and local (``apply_at_driver``); the committed metadata. None
+    (nothing written) when any of that does not hold: Spark refreshes it."""
+    assert plan.query is not None
+    grouped = aggregate_view(plan.query.maintainability.root)
+    key = plan.query.checked_schemas
+    remember_compiled_types(key, view.compiled_types)
+    compiled = compiled_types(key)
+    tables = schemas(bases)
+    if grouped is None or compiled is None or tables is None or len(plan.changed) != 1:
+        return None
+    driver = driver_aggregate(grouped, compiled.result_types, tables)
+    changed = plan.changed[0]
+    source = next((b.source for b in bases if b.name == changed.name), None)
+    if driver is None or driver.table != changed.name or source is None:
+        return None
+    change = source.local_row_changes(
+        changed.consumed_version, changed.current_version, driver.columns, DRIVER_CHANGE_MAX_BYTES
+    )
+    if change is None:
+        return None
+    spark = context.spark
+    root = storage_root(spark, view.name)
+    try:
+        applied = apply_at_driver(spark, root, view, partial(driver.merged, change))
+    except DriverMergeDeclinedError:
+        return None
+    if applied is None:
+        return None
+    typed = view.with_changes(compiled_types=compiled_types_json(key))
+    return commit_change(
+        spark, context.catalog, typed, applied, plan.reason, started, dict, recorder
+    )
+
+
 def refresh_fully(
     context: CommandContext,
     consumed: MvMetadata,
@@ -258,9 +316,11 @@ def refresh_fully(
     if layout.buckets:  # a DataFrame keeps the plans of the engine's temporary views
         root = plan.query.maintainability.root
         query = query_hash(consumed.query, consumed.query_database)
+        key = plan.query.checked_schemas
         with base_states(spark, bases, ()) as engine:
-            data = stored_rows(plan.query.maintainability, engine)
+            data = stored_rows(plan.query.maintainability, engine, key)
             state = fixpoint_writer(engine, root, query, f"REFRESH {consumed.name}")
+        measured = measured.with_changes(compiled_types=compiled_types_json(key))
     else:
         data = plan.query.data
     with job_step(spark, f"REFRESH {consumed.name}: recompute ({plan.reason})"):

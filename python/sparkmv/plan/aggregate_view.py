@@ -72,6 +72,12 @@ input nor its stored rows to learn their types (two analyses of queries over the
 tables, and their file listings)."""
 
 
+def compiled_types(key: str) -> CompiledTypes | None:
+    """The types compiled under ``key`` in this process (or remembered from a view's
+    metadata, ``remember_compiled_types``); None when none are."""
+    return _COMPILED.get(key) if key else None
+
+
 def compiled_types_json(key: str) -> str:
     """The types compiled under ``key`` as JSON, with the key ("" when none are)."""
     compiled = _COMPILED.get(key) if key else None
@@ -194,7 +200,9 @@ class AggregateView:
         return self._types[engine]
 
     def stored_rows(self, engine: DeltaEngine) -> DataFrame:
-        """Every group's stored row, from the input as it is now (a full refresh)."""
+        """Every group's stored row, from the input as it is now (a full refresh); its
+        types are compiled under ``compiled_key`` (``CompiledTypes``), so that the next
+        refresh, in this process or from the view's metadata, need not analyze them."""
         types = self.types(engine)
         child = engine.value(self.aggregate.child, Version.NEW).subquery("r")
         state = agg.group_state_sql(self.aggregate, child, types, positive=True)
@@ -202,7 +210,10 @@ class AggregateView:
         if self.counters:
             counters = f"({agg.value_counters_sql(self.aggregate, child)}) AS {q('v')}"
             rows = f"{rows} UNION ALL {self._counter_rows(counters)}"
-        return _frame(engine, rows)
+        frame = _frame(engine, rows)
+        if self.compiled_key and self.compiled_key not in _COMPILED:
+            _remember(self.compiled_key, CompiledTypes(types, frame.schema))  # analysis only
+        return frame
 
     def state_change(self, engine: DeltaEngine) -> DataFrame:
         """The state of the input's change, per changed group (with deleted extremes), and

@@ -132,9 +132,12 @@ def _types(types: list[T.DataType]) -> str:
     return ", ".join(t.simpleString() for t in types)
 
 
-def stored_rows(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
+def stored_rows(
+    maintained: Maintainability, engine: DeltaEngine, compiled_key: str = ""
+) -> DataFrame:
     """The rows a full refresh stores: visible columns (and the counter when counted; the
-    groups' state for an aggregate view).
+    groups' state for an aggregate view, whose types are then compiled under
+    ``compiled_key``, the view's ``schemas_key``, as ``stored_change`` reads them).
 
     A value over the base tables as they are now has a positive weight on every row (scans
     weigh 1, joins multiply, DISTINCT and aggregates give 1): a bag row is stored once per
@@ -142,7 +145,7 @@ def stored_rows(maintained: Maintainability, engine: DeltaEngine) -> DataFrame:
     """
     grouped = aggregate_view(maintained.root)
     if grouped is not None:
-        return grouped.stored_rows(engine)
+        return replace(grouped, compiled_key=compiled_key).stored_rows(engine)
     stored = maintained.stored
     rows = _storage_named(engine, engine.value(stored, Version.NEW), stored.outputs)
     if maintained.counted:

@@ -1,0 +1,388 @@
+"""An aggregate view refreshed by the driver alone: its change read as Arrow, summed into
+group state in Python and merged with the stored groups, with no Spark job.
+
+A refresh Spark plans costs the planning of its statements and at least one job, about
+0.3–0.5 s even for a one-row change; a write to a table with an ``ON COMMIT`` view pays it on
+every statement. For the commonest aggregate view,
+
+    SELECT k…, COUNT(*), COUNT(x), SUM(x), AVG(x) FROM R GROUP BY k…
+
+(plain columns as keys and arguments, no WHERE, no HAVING, no DISTINCT, integral or decimal
+sums) the whole refresh is arithmetic on the changed groups (Hanson §3.6, as in
+``delta/aggregate.py``):
+
+    state(R + ΔR) = state(R) + state(ΔR)
+    state(ΔR)_g   = (Σ w, Σ w·[x IS NOT NULL], Σ w·x)   over ΔR's rows of group g
+
+Each visible column is a key or a call's value: ``COUNT`` its counter, ``SUM`` the sum (NULL
+while the count of values is 0), ``AVG`` of an integral argument ``double(s) / double(n)`` as
+Spark's ``Average`` computes it. Python's integers and decimals are exact; a sum outside its
+type's range (which Spark would refuse in ANSI mode, or wrap without it) is left to Spark
+(``DriverMergeDeclinedError``). Group keys are of ``KEY_TYPES``, which Arrow and Python compare as
+Spark does.
+"""
+
+from __future__ import annotations
+
+import decimal
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import types as T
+from sqlglot import exp
+
+from sparkmv.analyze.relational import AggregateCall, Node, Project, Scan
+from sparkmv.delta import aggregate as agg
+from sparkmv.plan.aggregate_view import AggregateView
+from sparkmv.stored_columns import BUCKET_COLUMN, VISIBLE_COLUMN
+from sparkmv.zset import WEIGHT
+
+KEY_TYPES = (
+    T.BooleanType,
+    T.ByteType,
+    T.ShortType,
+    T.IntegerType,
+    T.LongType,
+    T.DecimalType,
+    T.StringType,
+    T.DateType,
+    T.BinaryType,
+)
+"""Group key types whose Python values (``to_pylist``) are equal exactly when Spark's are:
+no floating point (Spark groups every NaN together, and 0.0 with -0.0), no timestamps (Arrow
+may read them at another precision than Spark wrote)."""
+
+COUNTED_TYPES = (*KEY_TYPES, T.FloatType, T.DoubleType, T.TimestampType, T.TimestampNTZType)
+"""Types a ``COUNT(x)`` argument may have here: only whether a value is NULL matters."""
+
+Number = int | decimal.Decimal
+"""A state value: a counter, or an integral or decimal sum."""
+
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+_EXACT = decimal.Context(prec=200)
+"""Decimal sums are exact below 200 digits (Spark's have at most 38)."""
+
+
+class DriverMergeDeclinedError(Exception):
+    """The driver cannot merge this change exactly (a sum out of its type's range, or a new
+    group of a view stored in more than one bucket): Spark merges it instead."""
+
+
+@dataclass(frozen=True)
+class DriverCall:
+    """One aggregate call of a ``DriverAggregate``: ``function`` over the base table's
+    ``column`` (None: ``COUNT(*)``); ``sum_type`` of a ``SUM`` or ``AVG``."""
+
+    function: str
+    column: str | None
+    sum_type: T.DataType | None
+
+
+@dataclass(frozen=True)
+class DriverAggregate:
+    """An aggregate view the driver can refresh (``driver_aggregate``).
+
+    ``table``: its one base table; ``keys``: that table's columns the view groups by;
+    ``calls``; ``shown``: per visible column, ``(True, i)`` for key ``i`` or ``(False, j)``
+    for call ``j``; ``view``: the view, whose ``storage()`` names the stored columns."""
+
+    table: str
+    keys: tuple[str, ...]
+    calls: tuple[DriverCall, ...]
+    shown: tuple[tuple[bool, int], ...]
+    view: AggregateView
+
+    @property
+    def columns(self) -> list[str]:
+        """The base table's columns the change is read for, each once."""
+        named = [*self.keys, *(call.column for call in self.calls if call.column is not None)]
+        return list(dict.fromkeys(named))
+
+    def state_change(self, change: pa.Table) -> dict[tuple[object, ...], list[Number]]:
+        """``state(ΔR)`` per group key of the Z-set ``change`` (``columns`` and the weight),
+        in ``agg.state_columns`` order."""
+        columns = {name: change.column(name).to_pylist() for name in self.columns}
+        keys = [columns[name] for name in self.keys]
+        arguments = [None if c.column is None else columns[c.column] for c in self.calls]
+        weights = change.column(WEIGHT).to_pylist()
+        groups: dict[tuple[object, ...], list[Number]] = {}
+        width = len(self.view.state)
+        with decimal.localcontext(_EXACT):
+            for row, weight in enumerate(weights):
+                key = tuple(values[row] for values in keys)
+                state = groups.get(key)
+                if state is None:
+                    state = groups[key] = [0] * width
+                state[0] += weight
+                position = 1
+                for call, values in zip(self.calls, arguments, strict=True):
+                    if values is None:
+                        continue
+                    value = values[row]
+                    if value is not None:
+                        state[position] += weight
+                        if call.sum_type is not None:
+                            state[position + 1] += weight * value
+                    position += 2 if call.sum_type is not None else 1
+        return groups
+
+    def merged(
+        self, change: pa.Table, stored: pa.Table, buckets: int
+    ) -> tuple[pa.Table, dict[str, int]]:
+        """Every stored row (``stored``: the view's rows with their bucket), the groups of
+        ``change`` (as ``state_change`` reads it) merged in: the rows to store and the
+        ``plan.merge.METRICS``. Raises ``DriverMergeDeclinedError``."""
+        delta = self.state_change(change)
+        view = self.view
+        key_columns = view.keys
+        touched = _touched_rows(stored, key_columns, list(delta))
+        previous = stored.take(touched).to_pylist() if touched else []
+        metrics = {"inserted": 0, "deleted": 0, "rewritten": 0, "negative": 0}
+        rows = []
+        for old in previous:
+            key = tuple(old[k] for k in key_columns)
+            state = [0 if old[c] is None else old[c] for c in view.state]  # SUM of no values
+            row = self._row(key, state, delta.pop(key), old[BUCKET_COLUMN], metrics, old)
+            if row is not None:
+                rows.append(row)
+        if delta and buckets > 1:
+            raise DriverMergeDeclinedError("new groups need Spark's hash for their bucket")
+        for key, change_state in delta.items():
+            row = self._row(key, [0] * len(change_state), change_state, 0, metrics, None)
+            if row is not None:
+                rows.append(row)
+        kept = stored.filter(_complement(touched, stored.num_rows))
+        schema = stored.schema
+        merged = pa.concat_tables([kept, pa.Table.from_pylist(rows, schema=schema)])
+        metrics["rewritten"] = merged.num_rows
+        return merged, metrics
+
+    def _row(
+        self,
+        key: tuple[object, ...],
+        old_state: list[Number],
+        change_state: list[Number],
+        bucket: object,
+        metrics: dict[str, int],
+        old: dict[str, object] | None,
+    ) -> dict[str, object] | None:
+        """A group's new stored row (None when it is no longer stored), counted in
+        ``metrics``."""
+        view = self.view
+        with decimal.localcontext(_EXACT):
+            state = [a + b for a, b in zip(old_state, change_state, strict=True)]
+        for value, kind in zip(state, self._state_kinds(), strict=True):
+            _check_range(value, kind)
+        counters = [v for v, kind in zip(state, self._state_kinds(), strict=True) if kind is None]
+        if any(value < 0 for value in counters):
+            metrics["negative"] += 1
+        exists = state[0] > 0 if view.aggregate.keys else True
+        values = self._values(key, state) if exists else [None] * len(self.shown)
+        was_shown = bool(old and old[VISIBLE_COLUMN])
+        same = was_shown and exists and old is not None
+        same = same and all(old[c] == v for c, v in zip(view.visible, values, strict=True))  # type: ignore[index]
+        if exists and not same:
+            metrics["inserted"] += 1
+        if was_shown and not same:
+            metrics["deleted"] += 1
+        if not exists:  # a group without rows (a global aggregate's row always exists)
+            return None
+        row: dict[str, object] = dict(zip(view.visible, values, strict=True))
+        row[VISIBLE_COLUMN] = exists
+        row.update(zip(view.keys, key, strict=True))
+        row.update(zip(view.state, state, strict=True))
+        row[BUCKET_COLUMN] = bucket
+        return row
+
+    def _state_kinds(self) -> Iterator[T.DataType | None]:
+        """Per state column: None for a counter, else the sum's type."""
+        yield None
+        for call in self.calls:
+            if call.column is None:
+                continue
+            yield None
+            if call.sum_type is not None:
+                yield call.sum_type
+
+    def _values(self, key: tuple[object, ...], state: list[Number]) -> list[object]:
+        """The visible columns of an existing group."""
+        values: list[object] = []
+        for is_key, index in self.shown:
+            values.append(key[index] if is_key else self._call_value(index, state))
+        return values
+
+    def _call_value(self, index: int, state: list[Number]) -> object:
+        position = 1
+        for call in self.calls[:index]:
+            if call.column is not None:
+                position += 2 if call.sum_type is not None else 1
+        call = self.calls[index]
+        if call.column is None:
+            return state[0]
+        counted = state[position]
+        if call.function == "count":
+            return counted
+        if counted <= 0:
+            return None
+        total = state[position + 1]
+        if call.function == "sum":
+            return total
+        return float(total) / float(counted)
+
+
+def driver_aggregate(
+    view: AggregateView, types: agg.ResultTypes, schemas: dict[str, T.StructType]
+) -> DriverAggregate | None:
+    """``view`` as a ``DriverAggregate``, when it has that shape (module docstring) over a
+    base table of ``schemas``; None otherwise."""
+    node = view.aggregate
+    if view.having is not None:
+        return None
+    scan, columns = _scanned_columns(node.child)
+    if scan is None or scan.table not in schemas:
+        return None
+    table_types = {f.name: f.dataType for f in schemas[scan.table].fields}
+    keys = [_column_of(key, columns) for key in node.keys]
+    if any(k is None or not _is_key_type(table_types.get(k)) for k in keys):
+        return None
+    calls = []
+    for index, call in enumerate(node.calls):
+        found = _driver_call(call, index, columns, table_types, types)
+        if found is None:
+            return None
+        calls.append(found)
+    shown = _shown(view)
+    if shown is None:
+        return None
+    return DriverAggregate(
+        scan.table, tuple(k for k in keys if k is not None), tuple(calls), shown, view
+    )
+
+
+def _scanned_columns(node: Node) -> tuple[Scan | None, dict[str, str]]:
+    """The scan below ``node`` (itself, or below projections of plain columns) and the base
+    table's column of each of ``node``'s outputs."""
+    if isinstance(node, Scan):
+        return node, dict(zip(node.outputs, node.columns, strict=True))
+    if isinstance(node, Project):
+        scan, below = _scanned_columns(node.child)
+        mapped = {}
+        for expression, output in zip(node.expressions, node.outputs, strict=True):
+            column = _column_of(expression, below)
+            if column is None:
+                return None, {}
+            mapped[output] = column
+        return scan, mapped
+    return None, {}
+
+
+def _column_of(expression: exp.Expr, columns: dict[str, str]) -> str | None:
+    """The base table's column ``expression`` is, when it is a plain column."""
+    if isinstance(expression, exp.Column) and not expression.table:
+        return columns.get(expression.name)
+    return None
+
+
+def _is_key_type(data_type: T.DataType | None) -> bool:
+    if isinstance(data_type, T.StringType):  # a collation other than binary groups otherwise
+        return getattr(data_type, "collation", "UTF8_BINARY") == "UTF8_BINARY"
+    return isinstance(data_type, KEY_TYPES)
+
+
+def _driver_call(
+    call: AggregateCall,
+    index: int,
+    columns: dict[str, str],
+    table_types: dict[str, T.DataType],
+    types: agg.ResultTypes,
+) -> DriverCall | None:
+    if call.distinct or call.function not in ("count", "sum", "avg"):
+        return None
+    if call.argument is None:
+        return DriverCall("count", None, None)
+    column = _column_of(call.argument, columns)
+    argument = table_types.get(column) if column is not None else None
+    if column is None or argument is None:
+        return None
+    if call.function == "count":
+        return DriverCall("count", column, None) if isinstance(argument, COUNTED_TYPES) else None
+    sum_type = types.sums[index]
+    integral = isinstance(sum_type, T.LongType) and isinstance(argument, agg.SUMMABLE_TYPES)
+    decimal_sum = isinstance(sum_type, T.DecimalType) and isinstance(argument, T.DecimalType)
+    if call.function == "avg" and not integral:
+        return None  # a decimal average's rounding is Spark's division's
+    if not (integral or decimal_sum) or types.calls[index] != (
+        T.DoubleType() if call.function == "avg" else sum_type
+    ):
+        return None
+    return DriverCall(call.function, column, sum_type)
+
+
+def _shown(view: AggregateView) -> tuple[tuple[bool, int], ...] | None:
+    """Per visible column, the key or call it shows (None: some column computes more)."""
+    node = view.aggregate
+    keys = {name: i for i, name in enumerate(node.key_outputs)}
+    calls = {name: j for j, name in enumerate(node.call_outputs)}
+    shown = []
+    for expression in view.project.expressions:
+        if not isinstance(expression, exp.Column) or expression.table:
+            return None
+        if expression.name in keys:
+            shown.append((True, keys[expression.name]))
+        elif expression.name in calls:
+            shown.append((False, calls[expression.name]))
+        else:
+            return None
+    return tuple(shown)
+
+
+def _check_range(value: Number, kind: T.DataType | None) -> None:
+    """Raise ``DriverMergeDeclinedError`` when a state value is outside its column's type."""
+    if kind is None or isinstance(kind, T.LongType):
+        if not _LONG_MIN <= int(value) <= _LONG_MAX:
+            raise DriverMergeDeclinedError("a counter or sum outside BIGINT")
+    elif isinstance(kind, T.DecimalType) and not abs(decimal.Decimal(value)) < _decimal_bound(kind):
+        raise DriverMergeDeclinedError(f"a sum outside {kind.simpleString()}")
+
+
+def _decimal_bound(kind: T.DecimalType) -> decimal.Decimal:
+    """The smallest magnitude ``kind`` cannot hold."""
+    return decimal.Decimal(10).scaleb(kind.precision - kind.scale - 1)
+
+
+def _touched_rows(
+    stored: pa.Table, key_columns: list[str], keys: list[tuple[object, ...]]
+) -> list[int]:
+    """The indexes of the stored rows whose group key is one of ``keys`` (NULL equal to
+    NULL, as Spark groups): narrowed by Arrow column by column, then matched exactly."""
+    if not keys or not stored.num_rows:
+        return []
+    if not key_columns:
+        return list(range(stored.num_rows))  # a global aggregate's one row
+    candidates = None
+    for position, name in enumerate(key_columns):
+        column = stored.column(name)
+        wanted = pa.array(list({key[position] for key in keys}), type=column.type)
+        found = pc.is_in(column, value_set=wanted, skip_nulls=False)
+        candidates = found if candidates is None else pc.and_(candidates, found)
+    indexes = pc.indices_nonzero(candidates).to_pylist()
+    if not indexes:
+        return []
+    chosen = stored.select(key_columns).take(indexes).to_pylist()
+    wanted_keys = set(keys)
+    return [
+        index
+        for index, row in zip(indexes, chosen, strict=True)
+        if tuple(row[name] for name in key_columns) in wanted_keys
+    ]
+
+
+def _complement(indexes: list[int], size: int) -> pa.Array:
+    """A boolean mask of ``size`` rows, false at ``indexes``."""
+    mask = [True] * size
+    for index in indexes:
+        mask[index] = False
+    return pa.array(mask, type=pa.bool_())
