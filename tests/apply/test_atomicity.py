@@ -68,7 +68,7 @@ def check():
 def setup():
     spark.sql("CREATE TABLE t (a INT) USING parquet")
     spark.sql("INSERT INTO t VALUES (1), (2)")
-    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM t")
+    spark.sql("CREATE MATERIALIZED VIEW v AS " + sys.argv[3])
     spark.sql("INSERT INTO t VALUES (3)")
 
 for action in sys.argv[2].split("+"):  # only a refresh runs with the crash point armed
@@ -82,19 +82,30 @@ spark.stop()
 
 
 def run_step(
-    warehouse: Path, step: str, crash_at: str | None = None, script: str = CRASH_SCRIPT
+    warehouse: Path,
+    step: str,
+    crash_at: str | None = None,
+    script: str = CRASH_SCRIPT,
+    arguments: tuple[str, ...] = (),
 ) -> subprocess.CompletedProcess[str]:
-    return run_crash_step(["-c", script, str(warehouse), step], crash_at, timeout=300)
+    command = ["-c", script, str(warehouse), step, *arguments]
+    return run_crash_step(command, crash_at, timeout=300)
 
 
-def test_crash_during_refresh_recovers(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "query",
+    ["SELECT a FROM t", "SELECT a, count(*) AS n FROM t GROUP BY a"],
+    ids=["rows", "aggregate-at-the-driver"],
+)
+def test_crash_during_refresh_recovers(tmp_path: Path, query: str) -> None:
     """A refresh killed before its commit leaves the old view; one killed after it, the new.
 
     Either way the next refresh works and leaves only the current and previous snapshots
-    (one with nothing to do is not counted, but removes what the crash left).
+    (one with nothing to do is not counted, but removes what the crash left). The same holds
+    for a refresh the driver runs alone (``plan/driver_aggregate.py``).
     """
     warehouse = tmp_path / "warehouse"
-    crashed = run_step(warehouse, "setup+refresh", "refresh.before_commit")
+    crashed = run_step(warehouse, "setup+refresh", "refresh.before_commit", arguments=(query,))
     assert crashed.returncode == CRASH_EXIT_CODE, crashed.stderr
 
     crashed = run_step(warehouse, "check+refresh", "refresh.after_commit")

@@ -26,6 +26,7 @@ from sparkmv.parse.statements import (
     ShowStatement,
 )
 from sparkmv.plan.aggregate_view import aggregate_view
+from sparkmv.plan.cost import size
 from sparkmv.plan.refresh_plan import change_source, plan_refresh
 from sparkmv.plan.view_delta import delta_terms, filters_enabled, stored_change
 
@@ -124,6 +125,12 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         + "); link the others into a new snapshot, then switch the view to it."
     )
     lines.append(describe_storage_plan(context.spark, view))
+    if refresh.driver_refreshable(view, plan, bases) is not None:
+        lines.append(
+            f"A change of at most {size(refresh.DRIVER_CHANGE_MAX_BYTES)} of local files, to a"
+            " view rewritten whole, is summed into its groups and merged by the driver alone:"
+            " no Spark job."
+        )
     grouped = aggregate_view(maintained.root)
     if grouped is not None and any(c.function in ("min", "max") for c in grouped.aggregate.calls):
         lines.append(

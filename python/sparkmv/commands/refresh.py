@@ -56,7 +56,11 @@ from sparkmv.plan.aggregate_view import (
     sums_its_change,
 )
 from sparkmv.plan.cost import table_bytes
-from sparkmv.plan.driver_aggregate import DriverMergeDeclinedError, driver_aggregate
+from sparkmv.plan.driver_aggregate import (
+    DriverAggregate,
+    DriverMergeDeclinedError,
+    driver_aggregate,
+)
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
@@ -252,6 +256,23 @@ DRIVER_CHANGE_MAX_BYTES = 4 * 1024 * 1024
 milliseconds; a larger one is summed by Spark."""
 
 
+def driver_refreshable(
+    view: MvMetadata, plan: RefreshPlan, bases: list[BaseTable]
+) -> DriverAggregate | None:
+    """The view as an aggregate view the driver can refresh by itself
+    (``plan/driver_aggregate.py``), when it is one and its types are compiled; else None."""
+    if plan.query is None:
+        return None
+    grouped = aggregate_view(plan.query.maintainability.root)
+    key = plan.query.checked_schemas
+    remember_compiled_types(key, view.compiled_types)
+    compiled = compiled_types(key)
+    tables = schemas(bases)
+    if grouped is None or compiled is None or tables is None:
+        return None
+    return driver_aggregate(grouped, compiled.result_types, tables)
+
+
 def refreshed_at_driver(
     context: CommandContext,
     view: MvMetadata,
@@ -264,18 +285,12 @@ def refreshed_at_driver(
     maintain (``plan/driver_aggregate.py``), its types are compiled, and its change and
     stored rows are small and local (``apply_at_driver``); the committed metadata. None
     (nothing written) when any of that does not hold: Spark refreshes it."""
-    assert plan.query is not None
-    grouped = aggregate_view(plan.query.maintainability.root)
-    key = plan.query.checked_schemas
-    remember_compiled_types(key, view.compiled_types)
-    compiled = compiled_types(key)
-    tables = schemas(bases)
-    if grouped is None or compiled is None or tables is None or len(plan.changed) != 1:
+    driver = driver_refreshable(view, plan, bases)
+    if driver is None or plan.query is None or len(plan.changed) != 1:
         return None
-    driver = driver_aggregate(grouped, compiled.result_types, tables)
     changed = plan.changed[0]
     source = next((b.source for b in bases if b.name == changed.name), None)
-    if driver is None or driver.table != changed.name or source is None:
+    if driver.table != changed.name or source is None:
         return None
     change = source.local_row_changes(
         changed.consumed_version, changed.current_version, driver.columns, DRIVER_CHANGE_MAX_BYTES
@@ -290,7 +305,7 @@ def refreshed_at_driver(
         return None
     if applied is None:
         return None
-    typed = view.with_changes(compiled_types=compiled_types_json(key))
+    typed = view.with_changes(compiled_types=compiled_types_json(plan.query.checked_schemas))
     return commit_change(
         spark, context.catalog, typed, applied, plan.reason, started, dict, recorder
     )

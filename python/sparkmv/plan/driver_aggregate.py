@@ -96,6 +96,18 @@ class DriverAggregate:
     view: AggregateView
 
     @property
+    def positions(self) -> tuple[int, ...]:
+        """Per call, the index in the state of its counter of values (its sum follows it):
+        ``agg.state_columns`` order, ``mv_count`` first; 0 for ``COUNT(*)``, whose value is
+        ``mv_count`` itself."""
+        found, position = [], 1
+        for call in self.calls:
+            found.append(0 if call.column is None else position)
+            if call.column is not None:
+                position += 2 if call.sum_type is not None else 1
+        return tuple(found)
+
+    @property
     def columns(self) -> list[str]:
         """The base table's columns the change is read for, each once."""
         named = [*self.keys, *(call.column for call in self.calls if call.column is not None)]
@@ -110,6 +122,11 @@ class DriverAggregate:
         weights = change.column(WEIGHT).to_pylist()
         groups: dict[tuple[object, ...], list[Number]] = {}
         width = len(self.view.state)
+        summed = [
+            (values, position, call.sum_type is not None)
+            for call, values, position in zip(self.calls, arguments, self.positions, strict=True)
+            if values is not None
+        ]
         with decimal.localcontext(_EXACT):
             for row, weight in enumerate(weights):
                 key = tuple(values[row] for values in keys)
@@ -117,16 +134,12 @@ class DriverAggregate:
                 if state is None:
                     state = groups[key] = [0] * width
                 state[0] += weight
-                position = 1
-                for call, values in zip(self.calls, arguments, strict=True):
-                    if values is None:
-                        continue
+                for values, position, sums in summed:
                     value = values[row]
                     if value is not None:
                         state[position] += weight
-                        if call.sum_type is not None:
+                        if sums:
                             state[position + 1] += weight * value
-                    position += 2 if call.sum_type is not None else 1
         return groups
 
     def merged(
@@ -181,9 +194,13 @@ class DriverAggregate:
             metrics["negative"] += 1
         exists = state[0] > 0 if view.aggregate.keys else True
         values = self._values(key, state) if exists else [None] * len(self.shown)
-        was_shown = bool(old and old[VISIBLE_COLUMN])
-        same = was_shown and exists and old is not None
-        same = same and all(old[c] == v for c, v in zip(view.visible, values, strict=True))  # type: ignore[index]
+        was_shown = old is not None and bool(old[VISIBLE_COLUMN])
+        same = (
+            exists
+            and old is not None
+            and was_shown
+            and all(old[c] == v for c, v in zip(view.visible, values, strict=True))
+        )
         if exists and not same:
             metrics["inserted"] += 1
         if was_shown and not same:
@@ -201,11 +218,10 @@ class DriverAggregate:
         """Per state column: None for a counter, else the sum's type."""
         yield None
         for call in self.calls:
-            if call.column is None:
-                continue
-            yield None
-            if call.sum_type is not None:
-                yield call.sum_type
+            if call.column is not None:
+                yield None
+                if call.sum_type is not None:
+                    yield call.sum_type
 
     def _values(self, key: tuple[object, ...], state: list[Number]) -> list[object]:
         """The visible columns of an existing group."""
@@ -215,22 +231,16 @@ class DriverAggregate:
         return values
 
     def _call_value(self, index: int, state: list[Number]) -> object:
-        position = 1
-        for call in self.calls[:index]:
-            if call.column is not None:
-                position += 2 if call.sum_type is not None else 1
-        call = self.calls[index]
-        if call.column is None:
-            return state[0]
+        """Call ``index``'s value (``agg.call_values_sql``): a count, ``SUM`` (NULL while no
+        value is counted), ``AVG`` of an integral sum as ``double(s) / double(n)``."""
+        call, position = self.calls[index], self.positions[index]
         counted = state[position]
         if call.function == "count":
             return counted
         if counted <= 0:
             return None
         total = state[position + 1]
-        if call.function == "sum":
-            return total
-        return float(total) / float(counted)
+        return total if call.function == "sum" else float(total) / float(counted)
 
 
 def driver_aggregate(
