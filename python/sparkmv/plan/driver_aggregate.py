@@ -37,22 +37,12 @@ from sparkmv.analyze.relational import AggregateCall, Node, Project, Scan
 from sparkmv.delta import aggregate as agg
 from sparkmv.plan.aggregate_view import AggregateView
 from sparkmv.stored_columns import BUCKET_COLUMN, VISIBLE_COLUMN
-from sparkmv.zset import WEIGHT
+from sparkmv.zset import EXACT_TYPES, WEIGHT
 
-KEY_TYPES = (
-    T.BooleanType,
-    T.ByteType,
-    T.ShortType,
-    T.IntegerType,
-    T.LongType,
-    T.DecimalType,
-    T.StringType,
-    T.DateType,
-    T.BinaryType,
-)
+KEY_TYPES = tuple(t for t in EXACT_TYPES if t not in (T.TimestampType, T.TimestampNTZType))
 """Group key types whose Python values (``to_pylist``) are equal exactly when Spark's are:
-no floating point (Spark groups every NaN together, and 0.0 with -0.0), no timestamps (Arrow
-may read them at another precision than Spark wrote)."""
+``EXACT_TYPES`` (no floating point) without timestamps, which Arrow may read at another
+precision than Spark wrote."""
 
 COUNTED_TYPES = (*KEY_TYPES, T.FloatType, T.DoubleType, T.TimestampType, T.TimestampNTZType)
 """Types a ``COUNT(x)`` argument may have here: only whether a value is NULL matters."""
