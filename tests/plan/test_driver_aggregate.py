@@ -2,7 +2,8 @@
 without a Spark job.
 
 Random views of the shape the driver maintains (plain keys, ``COUNT(*)``, ``COUNT(x)``,
-``SUM(x)``, ``AVG(x)``, global aggregates) under the random write streams of the other
+``SUM(x)``, ``AVG(x)``, global aggregates, a WHERE of comparisons with literals, NULL
+tests and IN lists under AND/OR/NOT) under the random write streams of the other
 differential suites (INSERT, INSERT … SELECT, DELETE, UPDATE, MERGE; NULLs and duplicates).
 After every refresh the view equals its query run afresh, the refresh was INCREMENTAL, and —
 stored in one bucket — it ran no Spark job. Stored in several buckets, a change that makes a
@@ -27,14 +28,44 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 from sparkmv.config import STORAGE_BUCKETS_CONF
 from sparkmv.plan.driver_aggregate import DriverMergeDeclinedError, _check_range
-from view_generator import TABLES, Scenario, Step, View, batches, rows_of
+from view_generator import INTS, STRINGS, TABLES, Scenario, Step, Table, View, batches, rows_of
 
 Draw = st.DrawFn
 
 
 @st.composite
+def conditions(draw: Draw, table: Table, depth: int = 0) -> str:
+    """A WHERE the driver evaluates (``driver_predicate``): comparisons of a column with a
+    literal of its kind, IS [NOT] NULL, [NOT] IN with NULLs, AND, OR, NOT."""
+    kind = draw(
+        st.sampled_from(["compare"] * 3 + ["null", "in"] + ["and", "or", "not"] * (depth < 2))
+    )
+    if kind in ("and", "or"):
+        left, right = draw(conditions(table, depth + 1)), draw(conditions(table, depth + 1))
+        return f"({left} {kind.upper()} {right})"
+    if kind == "not":
+        return f"NOT ({draw(conditions(table, depth + 1))})"
+    column = draw(st.sampled_from(table.columns))
+    if kind == "null":
+        return f"{column.name} IS {draw(st.sampled_from(['', 'NOT ']))}NULL"
+    literal = (
+        st.sampled_from([*(str(i) for i in INTS), "-1", "1.5"])
+        if column.kind == "int"
+        else st.sampled_from([f"'{s}'" for s in STRINGS])
+    )
+    if kind == "in":
+        items = draw(st.lists(st.one_of(literal, st.just("NULL")), min_size=1, max_size=3))
+        return f"{column.name} {draw(st.sampled_from(['', 'NOT ']))}IN ({', '.join(items)})"
+    operator = draw(st.sampled_from(["=", "<>", "<", "<=", ">", ">="]))
+    if draw(st.booleans()):
+        return f"{column.name} {operator} {draw(literal)}"
+    return f"{draw(literal)} {operator} {column.name}"
+
+
+@st.composite
 def driver_views(draw: Draw) -> View:
-    """``SELECT keys…, calls… FROM table GROUP BY keys…`` in a random column order."""
+    """``SELECT keys…, calls… FROM table [WHERE …] GROUP BY keys…`` in a random column
+    order."""
     table = draw(st.sampled_from(TABLES))
     names = [c.name for c in table.columns]
     numbers = [c.name for c in table.columns if c.kind == "int"]
@@ -45,7 +76,8 @@ def driver_views(draw: Draw) -> View:
     items = [*keys, *(f"{call} AS f{i}" for i, call in enumerate(chosen))]
     items = draw(st.permutations(items))
     grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
-    return View(f"SELECT {', '.join(items)} FROM {table.name}{grouped}")
+    where = f" WHERE {draw(conditions(table))}" if draw(st.booleans()) else ""
+    return View(f"SELECT {', '.join(items)} FROM {table.name}{where}{grouped}")
 
 
 @st.composite
@@ -123,3 +155,16 @@ def test_a_sum_out_of_its_type_is_left_to_spark(value: object, kind: T.DataType 
         _check_range(value, kind)  # type: ignore[arg-type]
     _check_range(decimal.Decimal("999.99"), T.DecimalType(5, 2))
     _check_range(2**63 - 1, T.LongType())
+
+
+def test_the_rows_a_where_drops_are_counted_as_irrelevant(spark: SparkSession, db: str) -> None:
+    """As a refresh by Spark counts the rows its irrelevance filter (here the WHERE itself)
+    drops from the change, in the REFRESH result and the view's counters."""
+    spark.sql("CREATE TABLE e (k INT, v INT) USING parquet")
+    spark.sql("INSERT INTO e VALUES (1, 5)")
+    spark.sql("CREATE MATERIALIZED VIEW w AS SELECT k, sum(v) AS s FROM e WHERE v > 0 GROUP BY k")
+    spark.sql("INSERT INTO e VALUES (1, 0), (2, -3), (2, NULL), (3, 7)")
+    first = last_job_id(spark)
+    row = spark.sql("REFRESH MATERIALIZED VIEW w").collect()[0]
+    assert (row.mode, row.irrelevant_rows, last_job_id(spark) - first) == ("INCREMENTAL", 3, 0)
+    assert_view_matches_query(spark, "w")

@@ -70,6 +70,7 @@ from sparkmv.plan.refresh_plan import (
 )
 from sparkmv.plan.view_delta import (
     SkippedRows,
+    filters_enabled,
     irrelevance_screens,
     stored_change,
     stored_rows,
@@ -209,7 +210,7 @@ def refresh_incrementally(
     maintained = plan.query.maintainability
     assert maintained.root is not None
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
-    at_driver = refreshed_at_driver(context, measured, plan, bases, started, recorder)
+    at_driver = refreshed_at_driver(context, measured, plan, bases, started, irrelevant, recorder)
     if at_driver is not None:
         return at_driver
     query = query_hash(consumed.query, consumed.query_database)
@@ -279,9 +280,11 @@ def refreshed_at_driver(
     plan: RefreshPlan,
     bases: list[BaseTable],
     started: int,
+    irrelevant: dict[str, int],
     recorder: ChangeRecorder | None,
 ) -> MvMetadata | None:
-    """The view refreshed without a Spark job, when it is an aggregate view the driver can
+    """The view refreshed without a Spark job (``irrelevant`` gets the changed rows its
+    WHERE dropped, as in ``refresh_incrementally``), when it is an aggregate view the driver can
     maintain (``plan/driver_aggregate.py``), its types are compiled, and its change and
     stored rows are small and local (``apply_at_driver``); the committed metadata. None
     (nothing written) when any of that does not hold: Spark refreshes it."""
@@ -297,6 +300,7 @@ def refreshed_at_driver(
     )
     if change is None:
         return None
+    change, skipped = driver.passing(change)
     spark = context.spark
     root = storage_root(spark, view.name)
     try:
@@ -306,8 +310,12 @@ def refreshed_at_driver(
     if applied is None:
         return None
     typed = view.with_changes(compiled_types=compiled_types_json(plan.query.checked_schemas))
+    # the rows the WHERE drops, counted where Spark's refresh counts those its irrelevance
+    # filter (derived from the same WHERE) drops
+    if driver.conditions and filters_enabled(spark):
+        irrelevant[driver.table] = skipped
     return commit_change(
-        spark, context.catalog, typed, applied, plan.reason, started, dict, recorder
+        spark, context.catalog, typed, applied, plan.reason, started, lambda: irrelevant, recorder
     )
 
 

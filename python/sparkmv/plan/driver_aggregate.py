@@ -5,13 +5,13 @@ A refresh Spark plans costs the planning of its statements and at least one job,
 0.3–0.5 s even for a one-row change; a write to a table with an ``ON COMMIT`` view pays it on
 every statement. For the commonest aggregate view,
 
-    SELECT k…, COUNT(*), COUNT(x), SUM(x), AVG(x) FROM R GROUP BY k…
+    SELECT k…, COUNT(*), COUNT(x), SUM(x), AVG(x) FROM R [WHERE C] GROUP BY k…
 
-(plain columns as keys and arguments, no WHERE, no HAVING, no DISTINCT, integral or decimal
-sums) the whole refresh is arithmetic on the changed groups (Hanson §3.6, as in
-``delta/aggregate.py``):
+(plain columns as keys and arguments, a WHERE the driver evaluates as Spark does
+(``driver_predicate``), no HAVING, no DISTINCT, integral or decimal sums) the whole refresh
+is arithmetic on the changed groups (Hanson §3.6, as in ``delta/aggregate.py``):
 
-    state(R + ΔR) = state(R) + state(ΔR)
+    state(R + ΔR) = state(R) + state(σ_C(ΔR))
     state(ΔR)_g   = (Σ w, Σ w·[x IS NOT NULL], Σ w·x)   over ΔR's rows of group g
 
 Each visible column is a key or a call's value: ``COUNT`` its counter, ``SUM`` the sum (NULL
@@ -25,7 +25,7 @@ Spark does.
 from __future__ import annotations
 
 import decimal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -33,9 +33,10 @@ import pyarrow.compute as pc
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from sparkmv.analyze.relational import AggregateCall, Node, Project, Scan
+from sparkmv.analyze.relational import AggregateCall, Filter, Node, Project, Scan
 from sparkmv.delta import aggregate as agg
 from sparkmv.plan.aggregate_view import AggregateView
+from sparkmv.plan.driver_predicate import Predicate, compile_predicate, predicate_columns
 from sparkmv.stored_columns import BUCKET_COLUMN, VISIBLE_COLUMN
 from sparkmv.zset import EXACT_TYPES, WEIGHT
 
@@ -72,18 +73,29 @@ class DriverCall:
 
 
 @dataclass(frozen=True)
+class Condition:
+    """A filter below the aggregate as the driver evaluates it (``driver_predicate``): TRUE,
+    FALSE or NULL for a row of the base table's ``columns`` it reads."""
+
+    holds: Predicate
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class DriverAggregate:
     """An aggregate view the driver can refresh (``driver_aggregate``).
 
     ``table``: its one base table; ``keys``: that table's columns the view groups by;
     ``calls``; ``shown``: per visible column, ``(True, i)`` for key ``i`` or ``(False, j)``
-    for call ``j``; ``view``: the view, whose ``storage()`` names the stored columns."""
+    for call ``j``; ``view``: the view, whose ``storage()`` names the stored columns;
+    ``conditions``: the filters a change row must pass (all TRUE) to count."""
 
     table: str
     keys: tuple[str, ...]
     calls: tuple[DriverCall, ...]
     shown: tuple[tuple[bool, int], ...]
     view: AggregateView
+    conditions: tuple[Condition, ...] = ()
 
     @property
     def positions(self) -> tuple[int, ...]:
@@ -101,11 +113,29 @@ class DriverAggregate:
     def columns(self) -> list[str]:
         """The base table's columns the change is read for, each once."""
         named = [*self.keys, *(call.column for call in self.calls if call.column is not None)]
+        named += [column for condition in self.conditions for column in condition.columns]
         return list(dict.fromkeys(named))
 
+    def passing(self, change: pa.Table) -> tuple[pa.Table, int]:
+        """The rows of the Z-set ``change`` (``columns`` and the weight) every condition
+        holds for (TRUE), and how many did not pass: ``σ_C(ΔR)``, what the aggregate
+        reads."""
+        if not self.conditions:
+            return change, 0
+        read = {c for condition in self.conditions for c in condition.columns}
+        values = {name: change.column(name).to_pylist() for name in read}
+        passed = [
+            all(
+                condition.holds({c: values[c][row] for c in condition.columns}) is True
+                for condition in self.conditions
+            )
+            for row in range(change.num_rows)
+        ]
+        return change.filter(pa.array(passed, type=pa.bool_())), passed.count(False)
+
     def state_change(self, change: pa.Table) -> dict[tuple[object, ...], list[Number]]:
-        """``state(ΔR)`` per group key of the Z-set ``change`` (``columns`` and the weight),
-        in ``agg.state_columns`` order."""
+        """``state(ΔR)`` per group key of the Z-set ``change`` (``columns`` and the weight;
+        the rows that pass the conditions, ``passing``), in ``agg.state_columns`` order."""
         columns = {name: change.column(name).to_pylist() for name in self.columns}
         keys = [columns[name] for name in self.keys]
         arguments = [None if c.column is None else columns[c.column] for c in self.calls]
@@ -136,7 +166,7 @@ class DriverAggregate:
         self, change: pa.Table, stored: pa.Table, buckets: int
     ) -> tuple[pa.Table, dict[str, int]]:
         """Every stored row (``stored``: the view's rows with their bucket), the groups of
-        ``change`` (as ``state_change`` reads it) merged in: the rows to store and the
+        ``change`` (as ``state_change`` reads it: passed) merged in: the rows to store and the
         ``plan.merge.METRICS``. Raises ``DriverMergeDeclinedError``."""
         delta = self.state_change(change)
         view = self.view
@@ -241,7 +271,7 @@ def driver_aggregate(
     node = view.aggregate
     if view.having is not None:
         return None
-    scan, columns = _scanned_columns(node.child)
+    scan, columns, conditions = _scanned(node.child, schemas)
     if scan is None or scan.table not in schemas:
         return None
     table_types = {f.name: f.dataType for f in schemas[scan.table].fields}
@@ -258,25 +288,43 @@ def driver_aggregate(
     if shown is None:
         return None
     return DriverAggregate(
-        scan.table, tuple(k for k in keys if k is not None), tuple(calls), shown, view
+        scan.table,
+        tuple(k for k in keys if k is not None),
+        tuple(calls),
+        shown,
+        view,
+        tuple(conditions),
     )
 
 
-def _scanned_columns(node: Node) -> tuple[Scan | None, dict[str, str]]:
-    """The scan below ``node`` (itself, or below projections of plain columns) and the base
-    table's column of each of ``node``'s outputs."""
+def _scanned(
+    node: Node, schemas: Mapping[str, T.StructType]
+) -> tuple[Scan | None, dict[str, str], list[Condition]]:
+    """The scan below ``node`` (itself, or below projections of plain columns and filters
+    the driver evaluates), the base table's column of each of ``node``'s outputs, and the
+    filters' predicates (``driver_predicate``); no scan when there is none such."""
     if isinstance(node, Scan):
-        return node, dict(zip(node.outputs, node.columns, strict=True))
+        return node, dict(zip(node.outputs, node.columns, strict=True)), []
+    if isinstance(node, Filter):
+        scan, below, predicates = _scanned(node.child, schemas)
+        if scan is None or scan.table not in schemas:
+            return None, {}, []
+        types = {f.name: f.dataType for f in schemas[scan.table].fields}
+        compiled = compile_predicate(node.predicate, below, types)
+        if compiled is None:
+            return None, {}, []
+        columns = tuple(dict.fromkeys(predicate_columns(node.predicate, below)))
+        return scan, below, [*predicates, Condition(compiled, columns)]
     if isinstance(node, Project):
-        scan, below = _scanned_columns(node.child)
+        scan, below, predicates = _scanned(node.child, schemas)
         mapped = {}
         for expression, output in zip(node.expressions, node.outputs, strict=True):
             column = _column_of(expression, below)
             if column is None:
-                return None, {}
+                return None, {}, []
             mapped[output] = column
-        return scan, mapped
-    return None, {}
+        return scan, mapped, predicates
+    return None, {}, []
 
 
 def _column_of(expression: exp.Expr, columns: dict[str, str]) -> str | None:
