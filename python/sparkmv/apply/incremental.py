@@ -216,7 +216,7 @@ def apply_at_driver(
     local = fs.os_path(spark, view.snapshot)
     if local is None or view.masked_rows or view.row_count >= _patch_min_rows(spark):
         return None
-    files = _local_bucket_files(local)
+    files = _bucket_files(spark, view.snapshot)
     size = sum(size for names in files.values() for size in names.values())
     if not files or size > DRIVER_WRITE_MAX_BYTES:
         return None
@@ -242,21 +242,6 @@ def apply_at_driver(
     return AppliedChange(
         path, 0, observed["inserted"], observed["deleted"], 0, len(files), observed["rewritten"]
     )
-
-
-def _local_bucket_files(snapshot: str) -> BucketFiles:
-    """``_bucket_files`` of the local directory ``snapshot``, listed by the driver."""
-    files: BucketFiles = {}
-    prefix = f"{BUCKET_COLUMN}="
-    for directory in os.listdir(snapshot):
-        if not directory.startswith(prefix):
-            continue
-        bucket = int(directory[len(prefix) :])
-        names = files.setdefault(bucket, {})
-        for name in os.listdir(os.path.join(snapshot, directory)):
-            if not fs.is_hidden(name):
-                names[name] = os.path.getsize(os.path.join(snapshot, directory, name))
-    return files
 
 
 def _stored_at_driver(snapshot: str, files: BucketFiles) -> pa.Table:

@@ -25,8 +25,9 @@ Spark does.
 from __future__ import annotations
 
 import decimal
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -97,7 +98,7 @@ class DriverAggregate:
     view: AggregateView
     conditions: tuple[Condition, ...] = ()
 
-    @property
+    @cached_property
     def positions(self) -> tuple[int, ...]:
         """Per call, the index in the state of its counter of values (its sum follows it):
         ``agg.state_columns`` order, ``mv_count`` first; 0 for ``COUNT(*)``, whose value is
@@ -207,9 +208,9 @@ class DriverAggregate:
         view = self.view
         with decimal.localcontext(_EXACT):
             state = [a + b for a, b in zip(old_state, change_state, strict=True)]
-        for value, kind in zip(state, self._state_kinds(), strict=True):
+        for value, kind in zip(state, self.state_kinds, strict=True):
             _check_range(value, kind)
-        counters = [v for v, kind in zip(state, self._state_kinds(), strict=True) if kind is None]
+        counters = [v for v, kind in zip(state, self.state_kinds, strict=True) if kind is None]
         if any(value < 0 for value in counters):
             metrics["negative"] += 1
         exists = state[0] > 0 if view.aggregate.keys else True
@@ -234,14 +235,16 @@ class DriverAggregate:
         row[BUCKET_COLUMN] = bucket
         return row
 
-    def _state_kinds(self) -> Iterator[T.DataType | None]:
+    @cached_property
+    def state_kinds(self) -> tuple[T.DataType | None, ...]:
         """Per state column: None for a counter, else the sum's type."""
-        yield None
+        kinds: list[T.DataType | None] = [None]
         for call in self.calls:
             if call.column is not None:
-                yield None
+                kinds.append(None)
                 if call.sum_type is not None:
-                    yield call.sum_type
+                    kinds.append(call.sum_type)
+        return tuple(kinds)
 
     def _values(self, key: tuple[object, ...], state: list[Number]) -> list[object]:
         """The visible columns of an existing group."""
