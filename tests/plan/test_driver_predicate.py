@@ -1,15 +1,20 @@
 """The WHERE grammar the driver evaluates (``plan/driver_predicate.py``): SQL's three-valued
-logic, and everything outside the grammar left to Spark. Spark itself is the oracle in
+logic (row by row and over an Arrow table), and everything outside the grammar left to
+Spark. Spark itself is the oracle in
 ``test_driver_aggregate.py``; these pin the edges without it."""
 
 from __future__ import annotations
 
+import datetime
 import decimal
 
+import pyarrow as pa
 import pytest
 import sqlglot
 from pyspark.sql import types as T
-from sparkmv.plan.driver_predicate import Predicate, compile_predicate
+from sparkmv.plan.driver_expression import arrow_type
+from sparkmv.plan.driver_predicate import Predicate, columnar_predicate, compile_predicate
+from sqlglot import exp
 
 TYPES: dict[str, T.DataType] = {
     "i": T.IntegerType(),
@@ -24,9 +29,14 @@ TYPES: dict[str, T.DataType] = {
 COLUMNS = {name: name for name in TYPES}
 
 
-def compiled(where: str) -> Predicate | None:
+def parsed(where: str) -> exp.Expr:
     predicate = sqlglot.parse_one(f"SELECT 1 FROM x WHERE {where}", read="spark").args["where"]
-    return compile_predicate(predicate.this, COLUMNS, TYPES)
+    assert isinstance(predicate, exp.Where)
+    return predicate.this
+
+
+def compiled(where: str) -> Predicate | None:
+    return compile_predicate(parsed(where), COLUMNS, TYPES)
 
 
 @pytest.mark.parametrize(
@@ -48,12 +58,30 @@ def compiled(where: str) -> Predicate | None:
         ("i > 1 OR s = 'x'", {"i": 2, "s": None}, True),  # TRUE OR NULL
         ("b", {"b": None}, None),
         ("NOT b", {"b": False}, True),
+        ("i + 1 > 2", {"i": 2}, True),
+        ("i > l", {"i": 2, "l": 2}, False),
+        ("d * 2 - 0.01 = 1.99", {"d": decimal.Decimal("1.00")}, True),
+        ("d BETWEEN .06 - 0.01 AND .06 + 0.01", {"d": decimal.Decimal("0.07")}, True),
+        ("d NOT BETWEEN 1 AND 2", {"d": None}, None),
+        ("t <= DATE '1998-12-01' - INTERVAL '90' DAY", {"t": datetime.date(1998, 9, 2)}, True),
+        ("t <= DATE '1998-12-01' - INTERVAL '90' DAY", {"t": datetime.date(1998, 9, 3)}, False),
+        # a month added to the 31st lands on the month's last day, as Spark's plusMonths
+        ("t = DATE '2020-01-31' + INTERVAL '1' MONTH", {"t": datetime.date(2020, 2, 29)}, True),
+        ("t < DATE '1994-01-01' + INTERVAL '1' YEAR", {"t": datetime.date(1994, 12, 31)}, True),
+        ("t IN (DATE '2000-01-01', NULL)", {"t": datetime.date(2000, 1, 1)}, True),
+        ("d IN (1, 2.5)", {"d": decimal.Decimal("2.50")}, True),
+        ("d * 2 IN (1, NULL)", {"d": decimal.Decimal("0.25")}, None),
     ],
 )
 def test_three_valued_logic(where: str, row: dict[str, object], expected: bool | None) -> None:
     predicate = compiled(where)
     assert predicate is not None
     assert predicate(row) is expected
+    columnar = columnar_predicate(parsed(where), COLUMNS, TYPES)  # the same, by Arrow
+    assert columnar is not None
+    table = pa.table({c: pa.array([v], arrow_type(TYPES[c])) for c, v in row.items()})
+    found = columnar(table)
+    assert (found.as_py() if isinstance(found, pa.Scalar) else found[0].as_py()) is expected
 
 
 @pytest.mark.parametrize(
@@ -65,8 +93,11 @@ def test_three_valued_logic(where: str, row: dict[str, object], expected: bool |
         "s = 1",
         "ci = 'x'",  # a collation that is not binary
         "abs(i) > 1",
-        "i + 1 > 2",
-        "i > l",
+        "i / 2 > 1",  # division
+        "CAST(i AS BIGINT) > 1",
+        "t > DATE '2020-01-01' + INTERVAL '1' HOUR",  # a timestamp
+        "t > DATE '2020-1-1'",  # a date literal Spark reads more leniently
+        "i IN (l, 1)",  # an IN list of columns
         "i > 1e3",  # a double literal
         "l < 0.0000000000000000001",  # their common decimal would need 39 digits
         "i IN (SELECT 1)",

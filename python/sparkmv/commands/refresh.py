@@ -56,11 +56,8 @@ from sparkmv.plan.aggregate_view import (
     sums_its_change,
 )
 from sparkmv.plan.cost import table_bytes
-from sparkmv.plan.driver_aggregate import (
-    DriverAggregate,
-    DriverMergeDeclinedError,
-    driver_aggregate,
-)
+from sparkmv.plan.driver_aggregate import DriverAggregate, driver_aggregate
+from sparkmv.plan.driver_expression import DriverMergeDeclinedError
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
@@ -300,11 +297,11 @@ def refreshed_at_driver(
     )
     if change is None:
         return None
-    change, skipped = driver.passing(change)
     spark = context.spark
     root = storage_root(spark, view.name)
     try:
-        applied = apply_at_driver(spark, root, view, partial(driver.merged, change))
+        change, skipped = driver.passing(change)
+        applied = apply_at_driver(spark, root, view, partial(driver.merged, change, spark=spark))
     except DriverMergeDeclinedError:
         return None
     if applied is None:

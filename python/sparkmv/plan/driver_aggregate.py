@@ -7,8 +7,9 @@ every statement. For the commonest aggregate view,
 
     SELECT k…, COUNT(*), COUNT(x), SUM(x), AVG(x) FROM R [WHERE C] GROUP BY k…
 
-(plain columns as keys and arguments, a WHERE the driver evaluates as Spark does
-(``driver_predicate``), no HAVING, no DISTINCT, integral or decimal sums) the whole refresh
+(plain columns as keys; arguments the driver computes as Spark does (``driver_expression``:
+columns, constants, ``+ - *`` of numbers), a WHERE it evaluates as Spark does
+(``driver_predicate``); no HAVING, no DISTINCT; integral or decimal sums) the whole refresh
 is arithmetic on the changed groups (Hanson §3.6, as in ``delta/aggregate.py``):
 
     state(R + ΔR) = state(R) + state(σ_C(ΔR))
@@ -16,28 +17,45 @@ is arithmetic on the changed groups (Hanson §3.6, as in ``delta/aggregate.py``)
 
 Each visible column is a key or a call's value: ``COUNT`` its counter, ``SUM`` the sum (NULL
 while the count of values is 0), ``AVG`` of an integral argument ``double(s) / double(n)`` as
-Spark's ``Average`` computes it. Python's integers and decimals are exact; a sum outside its
-type's range (which Spark would refuse in ANSI mode, or wrap without it) is left to Spark
-(``DriverMergeDeclinedError``). Group keys are of ``KEY_TYPES``, which Arrow and Python compare as
-Spark does.
+Spark's ``Average`` computes it. A decimal ``AVG`` is a decimal division, whose rounding is
+Spark's: Spark computes the changed groups' values from their state by ``agg.call_values_sql``
+over an inline table of literals, which it folds while planning (no job). Python's integers
+and decimals are exact; a sum outside its type's range (which Spark would refuse in ANSI mode,
+or wrap without it) is left to Spark (``DriverMergeDeclinedError``). Group keys are of
+``KEY_TYPES``, which Arrow and Python compare as Spark does.
 """
 
 from __future__ import annotations
 
 import decimal
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 from sqlglot import exp
 
 from sparkmv.analyze.relational import AggregateCall, Filter, Node, Project, Scan
 from sparkmv.delta import aggregate as agg
+from sparkmv.parse.statements import quote_identifier as q
 from sparkmv.plan.aggregate_view import AggregateView
-from sparkmv.plan.driver_predicate import Predicate, compile_predicate, predicate_columns
+from sparkmv.plan.driver_expression import (
+    DriverMergeDeclinedError,
+    Typed,
+    compile_expression,
+    decimal_shape,
+    is_number,
+)
+from sparkmv.plan.driver_predicate import (
+    ColumnarPredicate,
+    Predicate,
+    columnar_predicate,
+    compile_predicate,
+    predicate_columns,
+)
 from sparkmv.stored_columns import BUCKET_COLUMN, VISIBLE_COLUMN
 from sparkmv.zset import EXACT_TYPES, WEIGHT
 
@@ -54,32 +72,42 @@ Number = int | decimal.Decimal
 
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
+SPARK_VALUED_MAX_GROUPS = 1000
+"""At most this many changed groups have their values computed by Spark from an inline table
+of their states (``DriverAggregate.merged``), whose SQL text Spark parses: more are left to
+Spark's refresh."""
+
 _EXACT = decimal.Context(prec=200)
 """Decimal sums are exact below 200 digits (Spark's have at most 38)."""
 
 
-class DriverMergeDeclinedError(Exception):
-    """The driver cannot merge this change exactly (a sum out of its type's range, or a new
-    group of a view stored in more than one bucket): Spark merges it instead."""
-
-
 @dataclass(frozen=True)
 class DriverCall:
-    """One aggregate call of a ``DriverAggregate``: ``function`` over the base table's
-    ``column`` (None: ``COUNT(*)``); ``sum_type`` of a ``SUM`` or ``AVG``."""
+    """One aggregate call of a ``DriverAggregate``: ``function`` over ``argument`` (None:
+    ``COUNT(*)``), which reads the base table's ``columns``; ``column`` when the argument is
+    just that column; ``sum_type`` of a ``SUM`` or ``AVG``."""
 
     function: str
+    argument: Typed | None
+    columns: tuple[str, ...]
     column: str | None
     sum_type: T.DataType | None
+
+    @property
+    def spark_valued(self) -> bool:
+        """Whether Spark computes the call's value from its state: a decimal division."""
+        return self.function == "avg" and isinstance(self.sum_type, T.DecimalType)
 
 
 @dataclass(frozen=True)
 class Condition:
     """A filter below the aggregate as the driver evaluates it (``driver_predicate``): TRUE,
-    FALSE or NULL for a row of the base table's ``columns`` it reads."""
+    FALSE or NULL for a row of the base table's ``columns`` it reads (``holds``), or for
+    every row of a table at once (``columnar``, when it compiles so)."""
 
     holds: Predicate
     columns: tuple[str, ...]
+    columnar: ColumnarPredicate | None = None
 
 
 @dataclass(frozen=True)
@@ -89,13 +117,15 @@ class DriverAggregate:
     ``table``: its one base table; ``keys``: that table's columns the view groups by;
     ``calls``; ``shown``: per visible column, ``(True, i)`` for key ``i`` or ``(False, j)``
     for call ``j``; ``view``: the view, whose ``storage()`` names the stored columns;
-    ``conditions``: the filters a change row must pass (all TRUE) to count."""
+    ``types``: Spark's types of its calls; ``conditions``: the filters a change row must
+    pass (all TRUE) to count."""
 
     table: str
     keys: tuple[str, ...]
     calls: tuple[DriverCall, ...]
     shown: tuple[tuple[bool, int], ...]
     view: AggregateView
+    types: agg.ResultTypes
     conditions: tuple[Condition, ...] = ()
 
     @cached_property
@@ -105,17 +135,22 @@ class DriverAggregate:
         ``mv_count`` itself."""
         found, position = [], 1
         for call in self.calls:
-            found.append(0 if call.column is None else position)
-            if call.column is not None:
+            found.append(0 if call.argument is None else position)
+            if call.argument is not None:
                 position += 2 if call.sum_type is not None else 1
         return tuple(found)
 
     @property
     def columns(self) -> list[str]:
         """The base table's columns the change is read for, each once."""
-        named = [*self.keys, *(call.column for call in self.calls if call.column is not None)]
+        named = [*self.keys, *(column for call in self.calls for column in call.columns)]
         named += [column for condition in self.conditions for column in condition.columns]
         return list(dict.fromkeys(named))
+
+    @cached_property
+    def spark_valued(self) -> bool:
+        """Whether Spark computes the calls' values from the groups' state (``merged``)."""
+        return any(call.spark_valued for call in self.calls)
 
     def passing(self, change: pa.Table) -> tuple[pa.Table, int]:
         """The rows of the Z-set ``change`` (``columns`` and the weight) every condition
@@ -123,6 +158,15 @@ class DriverAggregate:
         reads."""
         if not self.conditions:
             return change, 0
+        if all(condition.columnar is not None for condition in self.conditions):
+            mask = pa.scalar(True)
+            for condition in self.conditions:
+                assert condition.columnar is not None
+                mask = pc.and_kleene(mask, condition.columnar(change))
+            if isinstance(mask, pa.Scalar):  # no condition reads a column
+                mask = pa.array([mask.as_py()] * change.num_rows, pa.bool_())
+            kept = change.filter(pc.fill_null(mask, False))
+            return kept, change.num_rows - kept.num_rows
         read = {c for condition in self.conditions for c in condition.columns}
         values = {name: change.column(name).to_pylist() for name in read}
         passed = [
@@ -136,17 +180,27 @@ class DriverAggregate:
 
     def state_change(self, change: pa.Table) -> dict[tuple[object, ...], list[Number]]:
         """``state(ΔR)`` per group key of the Z-set ``change`` (``columns`` and the weight;
-        the rows that pass the conditions, ``passing``), in ``agg.state_columns`` order."""
-        columns = {name: change.column(name).to_pylist() for name in self.columns}
-        keys = [columns[name] for name in self.keys]
-        arguments = [None if c.column is None else columns[c.column] for c in self.calls]
+        the rows that pass the conditions, ``passing``), in ``agg.state_columns`` order.
+        Raises ``DriverMergeDeclinedError`` when an argument is not computed exactly."""
+        lists: dict[str, list[object]] = {}
+
+        def listed(name: str) -> list[object]:
+            if name not in lists:
+                lists[name] = change.column(name).to_pylist()
+            return lists[name]
+
+        keys = [listed(name) for name in self.keys]
         weights = change.column(WEIGHT).to_pylist()
         groups: dict[tuple[object, ...], list[Number]] = {}
         width = len(self.view.state)
         summed = [
-            (values, position, call.sum_type is not None)
-            for call, values, position in zip(self.calls, arguments, self.positions, strict=True)
-            if values is not None
+            (
+                _argument_values(call, change, listed),
+                position,
+                call.sum_type is not None,
+            )
+            for call, position in zip(self.calls, self.positions, strict=True)
+            if call.argument is not None
         ]
         with decimal.localcontext(_EXACT):
             for row, weight in enumerate(weights):
@@ -164,28 +218,42 @@ class DriverAggregate:
         return groups
 
     def merged(
-        self, change: pa.Table, stored: pa.Table, buckets: int
+        self,
+        change: pa.Table,
+        stored: pa.Table,
+        buckets: int,
+        spark: SparkSession | None = None,
     ) -> tuple[pa.Table, dict[str, int]]:
         """Every stored row (``stored``: the view's rows with their bucket), the groups of
         ``change`` (as ``state_change`` reads it: passed) merged in: the rows to store and the
-        ``plan.merge.METRICS``. Raises ``DriverMergeDeclinedError``."""
+        ``plan.merge.METRICS``. ``spark`` computes the values of ``spark_valued`` calls.
+        Raises ``DriverMergeDeclinedError``."""
         delta = self.state_change(change)
         view = self.view
         key_columns = view.keys
         touched = _touched_rows(stored, key_columns, list(delta))
         previous = stored.take(touched).to_pylist() if touched else []
         metrics = {"inserted": 0, "deleted": 0, "rewritten": 0, "negative": 0}
-        rows = []
+        groups: list[tuple[tuple[object, ...], list[Number], object, dict[str, object] | None]]
+        groups = []
         for old in previous:
             key = tuple(old[k] for k in key_columns)
             state = [0 if old[c] is None else old[c] for c in view.state]  # SUM of no values
-            row = self._row(key, state, delta.pop(key), old[BUCKET_COLUMN], metrics, old)
-            if row is not None:
-                rows.append(row)
+            groups.append(
+                (key, self._new_state(state, delta.pop(key), metrics), old[BUCKET_COLUMN], old)
+            )
         if delta and buckets > 1:
             raise DriverMergeDeclinedError("new groups need Spark's hash for their bucket")
         for key, change_state in delta.items():
-            row = self._row(key, [0] * len(change_state), change_state, 0, metrics, None)
+            groups.append(
+                (key, self._new_state([0] * len(change_state), change_state, metrics), 0, None)
+            )
+        existing = [(key, state) for key, state, _, _ in groups if self._exists(state)]
+        values = iter(self._visible_values(existing, spark))
+        rows = []
+        for key, state, bucket, old in groups:
+            shown = next(values) if self._exists(state) else None
+            row = self._row(key, state, shown, bucket, metrics, old)
             if row is not None:
                 rows.append(row)
         kept = stored.filter(_complement(touched, stored.num_rows))
@@ -194,18 +262,10 @@ class DriverAggregate:
         metrics["rewritten"] = merged.num_rows
         return merged, metrics
 
-    def _row(
-        self,
-        key: tuple[object, ...],
-        old_state: list[Number],
-        change_state: list[Number],
-        bucket: object,
-        metrics: dict[str, int],
-        old: dict[str, object] | None,
-    ) -> dict[str, object] | None:
-        """A group's new stored row (None when it is no longer stored), counted in
-        ``metrics``."""
-        view = self.view
+    def _new_state(
+        self, old_state: list[Number], change_state: list[Number], metrics: dict[str, int]
+    ) -> list[Number]:
+        """A group's state after the change, range-checked; a negative counter counted."""
         with decimal.localcontext(_EXACT):
             state = [a + b for a, b in zip(old_state, change_state, strict=True)]
         for value, kind in zip(state, self.state_kinds, strict=True):
@@ -213,23 +273,39 @@ class DriverAggregate:
         counters = [v for v, kind in zip(state, self.state_kinds, strict=True) if kind is None]
         if any(value < 0 for value in counters):
             metrics["negative"] += 1
-        exists = state[0] > 0 if view.aggregate.keys else True
-        values = self._values(key, state) if exists else [None] * len(self.shown)
+        return state
+
+    def _exists(self, state: list[Number]) -> bool:
+        """A group exists while it has rows (a global aggregate's row always)."""
+        return state[0] > 0 if self.view.aggregate.keys else True
+
+    def _row(
+        self,
+        key: tuple[object, ...],
+        state: list[Number],
+        values: list[object] | None,
+        bucket: object,
+        metrics: dict[str, int],
+        old: dict[str, object] | None,
+    ) -> dict[str, object] | None:
+        """A group's new stored row (None when it no longer exists: ``values`` None), counted
+        in ``metrics``."""
+        view = self.view
         was_shown = old is not None and bool(old[VISIBLE_COLUMN])
         same = (
-            exists
+            values is not None
             and old is not None
             and was_shown
             and all(old[c] == v for c, v in zip(view.visible, values, strict=True))
         )
-        if exists and not same:
+        if values is not None and not same:
             metrics["inserted"] += 1
         if was_shown and not same:
             metrics["deleted"] += 1
-        if not exists:  # a group without rows (a global aggregate's row always exists)
+        if values is None:
             return None
         row: dict[str, object] = dict(zip(view.visible, values, strict=True))
-        row[VISIBLE_COLUMN] = exists
+        row[VISIBLE_COLUMN] = True
         row.update(zip(view.keys, key, strict=True))
         row.update(zip(view.state, state, strict=True))
         row[BUCKET_COLUMN] = bucket
@@ -240,18 +316,30 @@ class DriverAggregate:
         """Per state column: None for a counter, else the sum's type."""
         kinds: list[T.DataType | None] = [None]
         for call in self.calls:
-            if call.column is not None:
+            if call.argument is not None:
                 kinds.append(None)
                 if call.sum_type is not None:
                     kinds.append(call.sum_type)
         return tuple(kinds)
 
-    def _values(self, key: tuple[object, ...], state: list[Number]) -> list[object]:
-        """The visible columns of an existing group."""
-        values: list[object] = []
-        for is_key, index in self.shown:
-            values.append(key[index] if is_key else self._call_value(index, state))
-        return values
+    def _visible_values(
+        self, groups: list[tuple[tuple[object, ...], list[Number]]], spark: SparkSession | None
+    ) -> list[list[object]]:
+        """The visible columns of each existing group (its key and state)."""
+        if not groups:
+            return []
+        if self.spark_valued:
+            if spark is None or len(groups) > SPARK_VALUED_MAX_GROUPS:
+                raise DriverMergeDeclinedError("a decimal average needs Spark's division")
+            calls = self._spark_call_values([state for _, state in groups], spark)
+        else:
+            calls = [
+                [self._call_value(j, state) for j in range(len(self.calls))] for _, state in groups
+            ]
+        return [
+            [key[index] if is_key else values[index] for is_key, index in self.shown]
+            for (key, _), values in zip(groups, calls, strict=True)
+        ]
 
     def _call_value(self, index: int, state: list[Number]) -> object:
         """Call ``index``'s value (``agg.call_values_sql``): a count, ``SUM`` (NULL while no
@@ -264,6 +352,24 @@ class DriverAggregate:
             return None
         total = state[position + 1]
         return total if call.function == "sum" else float(total) / float(counted)
+
+    def _spark_call_values(
+        self, states: list[list[Number]], spark: SparkSession
+    ) -> list[list[object]]:
+        """The calls' values of groups of ``states``, computed by Spark as its refresh does
+        (``agg.call_values_sql``) over an inline table of the states: a local relation it
+        folds while planning, so no job runs."""
+        node = self.view.aggregate
+        items = agg.call_values_sql(node, self.types)
+        rows = ", ".join(
+            "("
+            + ", ".join(_literal_sql(v, k) for v, k in zip(state, self.state_kinds, strict=True))
+            + ")"
+            for state in states
+        )
+        names = ", ".join(q(name) for name in self.view.state)
+        found = spark.sql(f"SELECT {', '.join(items)} FROM VALUES {rows} AS s({names})").collect()
+        return [list(row) for row in found]
 
 
 def driver_aggregate(
@@ -296,6 +402,7 @@ def driver_aggregate(
         tuple(calls),
         shown,
         view,
+        types,
         tuple(conditions),
     )
 
@@ -317,7 +424,8 @@ def _scanned(
         if compiled is None:
             return None, {}, []
         columns = tuple(dict.fromkeys(predicate_columns(node.predicate, below)))
-        return scan, below, [*predicates, Condition(compiled, columns)]
+        columnar = columnar_predicate(node.predicate, below, types)
+        return scan, below, [*predicates, Condition(compiled, columns, columnar)]
     if isinstance(node, Project):
         scan, below, predicates = _scanned(node.child, schemas)
         mapped = {}
@@ -353,23 +461,62 @@ def _driver_call(
     if call.distinct or call.function not in ("count", "sum", "avg"):
         return None
     if call.argument is None:
-        return DriverCall("count", None, None)
+        return DriverCall("count", None, (), None, None)
+    argument = compile_expression(call.argument, columns, table_types)
+    if argument is None:
+        return None
     column = _column_of(call.argument, columns)
-    argument = table_types.get(column) if column is not None else None
-    if column is None or argument is None:
-        return None
+    read = tuple(dict.fromkeys(predicate_columns(call.argument, columns)))
     if call.function == "count":
-        return DriverCall("count", column, None) if isinstance(argument, COUNTED_TYPES) else None
+        counted = isinstance(argument.data_type, COUNTED_TYPES) or is_number(argument.data_type)
+        return DriverCall("count", argument, read, column, None) if counted else None
     sum_type = types.sums[index]
-    integral = isinstance(sum_type, T.LongType) and isinstance(argument, agg.SUMMABLE_TYPES)
-    decimal_sum = isinstance(sum_type, T.DecimalType) and isinstance(argument, T.DecimalType)
-    if call.function == "avg" and not integral:
-        return None  # a decimal average's rounding is Spark's division's
-    if not (integral or decimal_sum) or types.calls[index] != (
-        T.DoubleType() if call.function == "avg" else sum_type
-    ):
+    if not is_number(argument.data_type) or sum_type != _sum_type(argument):
+        return None  # not the type Spark's analysis found: left to Spark
+    expected = types.calls[index]
+    if call.function == "avg" and isinstance(sum_type, T.LongType):
+        if expected != T.DoubleType():
+            return None
+    elif call.function == "sum" and expected != sum_type:
         return None
-    return DriverCall(call.function, column, sum_type)
+    return DriverCall(call.function, argument, read, column, sum_type)
+
+
+def _sum_type(argument: Typed) -> T.DataType:
+    """Spark's type of a ``SUM`` of the number ``argument``: BIGINT, or DECIMAL(p + 10, s)
+    (at most 38 digits)."""
+    if not isinstance(argument.data_type, T.DecimalType):
+        return T.LongType()
+    precision, scale = decimal_shape(argument)
+    return T.DecimalType(min(precision + 10, 38), scale)
+
+
+def _argument_values(
+    call: DriverCall, change: pa.Table, listed: Callable[[str], list[object]]
+) -> list[object]:
+    """``call``'s argument over the rows of ``change`` (``listed``: a column's values):
+    over the whole table at once when it compiles so, else row by row."""
+    if call.column is not None:
+        return listed(call.column)
+    argument = call.argument
+    assert argument is not None
+    if argument.constant:
+        return [argument.value()] * change.num_rows
+    if argument.columnar is not None:
+        values: list[object] = argument.columnar(change).to_pylist()
+        return values
+    evaluate, read = argument.evaluate, {name: listed(name) for name in call.columns}
+    return [
+        evaluate({name: values[row] for name, values in read.items()})
+        for row in range(change.num_rows)
+    ]
+
+
+def _literal_sql(value: Number, kind: T.DataType | None) -> str:
+    """A state value as a Spark SQL literal of its column's type (a counter: BIGINT)."""
+    if isinstance(kind, T.DecimalType):
+        return f"CAST('{value:f}' AS {kind.simpleString()})"
+    return f"CAST({int(value)} AS BIGINT)"
 
 
 def _shown(view: AggregateView) -> tuple[tuple[bool, int], ...] | None:

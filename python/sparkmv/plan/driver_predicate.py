@@ -1,36 +1,50 @@
 """A view's WHERE evaluated by the driver over a row's Python values, as Spark evaluates it.
 
 Only a grammar whose meaning in Python is Spark's is compiled; anything else (functions,
-arithmetic, casts, floating point, dates, a literal of another type than its column's)
-is not, and the view is refreshed by Spark (``compile_predicate`` returns None):
+casts of columns, division, floating point, timestamps, a date against a string) is not, and
+the view is refreshed by Spark (``compile_predicate`` returns None):
 
 - ``AND``, ``OR``, ``NOT`` in SQL's three-valued logic (Kleene: NULL is unknown);
-- ``column op literal`` (either side), ``op`` one of ``= <> != < <= > >=``: an integral or
-  decimal column with a number literal (compared by value, as Spark compares them after
-  widening both to a common decimal), or a binary-collation string column with a string
-  literal (compared by code point, which is the order of UTF-8 bytes Spark compares);
-- ``column IS [NOT] NULL``, ``column [NOT] IN (literals…)`` (NULL when no literal equals
-  the value and one of them is NULL), a boolean column, ``TRUE``, ``FALSE``, ``NULL``.
+- ``a op b``, ``op`` one of ``= <> != < <= > >=``, and ``a BETWEEN l AND h`` (Spark's
+  ``a >= l AND a <= h``), over expressions ``driver_expression`` compiles (columns,
+  constants, ``+ - *`` of numbers, a date constant shifted by days, months or years):
+  numbers compared by value, as Spark compares them after widening both sides to a common
+  decimal (refused when that type would pass 38 digits and round one side); dates; or
+  binary-collation strings (compared by code point, the order of the UTF-8 bytes Spark
+  compares);
+- ``a IS [NOT] NULL``, ``a [NOT] IN (constants…)`` (NULL when no constant equals the value
+  and one of them is NULL), a boolean column, ``TRUE``, ``FALSE``, ``NULL``.
 
 A row passes the WHERE when the predicate is TRUE (not FALSE, not NULL).
+
+``columnar_predicate`` evaluates the same predicate over a whole Arrow table at once.
 """
 
 from __future__ import annotations
 
-import decimal
 import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import types as T
 from sqlglot import exp
 
-Row = Mapping[str, object]
-"""A row's values by base-table column."""
+from sparkmv.plan.driver_expression import (
+    MAX_PRECISION,
+    Row,
+    Typed,
+    arrow_type,
+    cast_checked,
+    compile_expression,
+    decimal_shape,
+    is_number,
+)
+
 Predicate = Callable[[Row], bool | None]
 """A compiled predicate: TRUE, FALSE or NULL (None) for a row."""
 
-_NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)
 _COMPARISONS: dict[type[exp.Expr], Callable[[Any, Any], Any]] = {
     exp.EQ: operator.eq,
     exp.NEQ: operator.ne,
@@ -39,15 +53,6 @@ _COMPARISONS: dict[type[exp.Expr], Callable[[Any, Any], Any]] = {
     exp.GT: operator.gt,
     exp.GTE: operator.ge,
 }
-_MIRRORED: dict[type[exp.Expr], type[exp.Expr]] = {
-    exp.EQ: exp.EQ,
-    exp.NEQ: exp.NEQ,
-    exp.LT: exp.GT,
-    exp.LTE: exp.GTE,
-    exp.GT: exp.LT,
-    exp.GTE: exp.LTE,
-}
-_NO_VALUE = object()  # a literal this grammar does not read
 
 
 def compile_predicate(
@@ -78,10 +83,15 @@ def compile_predicate(
             return None
         return lambda row: _boolean(row[flag])
     if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):
-        name = _column(node.this, columns)
-        return None if name is None else (lambda row: row[name] is None)
+        tested = compile_expression(node.this, columns, types)
+        if tested is None:
+            return None
+        value_of = tested.evaluate
+        return lambda row: value_of(row) is None
     if isinstance(node, exp.In):
         return _in(node, columns, types)
+    if isinstance(node, exp.Between):
+        return _between(node, columns, types)
     if type(node) in _COMPARISONS:
         return _comparison(node, columns, types)
     return None
@@ -102,39 +112,52 @@ def _column(node: exp.Expr, columns: Mapping[str, str]) -> str | None:
 def _comparison(
     node: exp.Expr, columns: Mapping[str, str], types: Mapping[str, T.DataType]
 ) -> Predicate | None:
-    kind: type[exp.Expr] = type(node)
-    left, right = node.this, node.expression
-    if _column(left, columns) is None:
-        left, right, kind = right, left, _MIRRORED[kind]
-    name = _column(left, columns)
-    if name is None:
+    left = compile_expression(node.this, columns, types)
+    right = compile_expression(node.expression, columns, types)
+    if left is None or right is None or not _comparable(left, [right]):
         return None
-    value = _literal(right, types.get(name))
-    if value is _NO_VALUE:
-        return None
-    compare = _COMPARISONS[kind]
+    compare = _COMPARISONS[type(node)]
+    a, b = left.evaluate, right.evaluate
 
     def evaluate(row: Row) -> bool | None:
-        found = row[name]
-        return None if found is None or value is None else compare(found, value)
+        x, y = a(row), b(row)
+        return None if x is None or y is None else bool(compare(x, y))
 
     return evaluate
+
+
+def _between(
+    node: exp.Between, columns: Mapping[str, str], types: Mapping[str, T.DataType]
+) -> Predicate | None:
+    """``x BETWEEN l AND h``, which Spark reads as ``x >= l AND x <= h``."""
+    if node.args.get("symmetric"):
+        return None
+    low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
+    high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
+    return compile_predicate(exp.And(this=low, expression=high), columns, types)
 
 
 def _in(
     node: exp.In, columns: Mapping[str, str], types: Mapping[str, T.DataType]
 ) -> Predicate | None:
-    name = _column(node.this, columns)
-    if name is None or node.args.get("query") is not None or not node.expressions:
+    tested = compile_expression(node.this, columns, types)
+    if tested is None or node.args.get("query") is not None or not node.expressions:
         return None
-    values = [_literal(item, types.get(name)) for item in node.expressions]
-    if any(value is _NO_VALUE for value in values):
+    items = [
+        None if isinstance(item, exp.Null) else compile_expression(item, columns, types)
+        for item in node.expressions
+    ]
+    listed = [item for item in items if item is not None]
+    if len(listed) < sum(not isinstance(i, exp.Null) for i in node.expressions):
         return None
-    present = [value for value in values if value is not None]
-    has_null = len(present) < len(values)
+    if not all(item.constant for item in listed) or not _comparable(tested, listed):
+        return None
+    present = [item.value() for item in listed]
+    has_null = len(present) < len(items)
+    value_of = tested.evaluate
 
     def evaluate(row: Row) -> bool | None:
-        found = row[name]
+        found = value_of(row)
         if found is None:
             return None
         if any(found == value for value in present):
@@ -144,58 +167,22 @@ def _in(
     return evaluate
 
 
-def _literal(node: exp.Expr, column_type: T.DataType | None) -> object:
-    """The value of the literal ``node`` compared with a column of ``column_type`` (None
-    for NULL), or ``_NO_VALUE`` when the grammar does not compare them."""
-    if isinstance(node, exp.Null):
-        return None
-    negative = isinstance(node, exp.Neg)
-    if negative:
-        node = node.this
-    if not isinstance(node, exp.Literal):
-        return _NO_VALUE
-    text = str(node.this)
-    if node.is_string:
-        if negative or not _binary_string(column_type):
-            return _NO_VALUE
-        return text
-    if not isinstance(column_type, _NUMERIC) or not _plain_number(text):
-        return _NO_VALUE
-    number: int | decimal.Decimal = decimal.Decimal(text) if "." in text else int(text)
-    if not _compared_exactly(column_type, number):
-        return _NO_VALUE
-    return -number if negative else number
-
-
-_INTEGRAL_DIGITS: dict[type[T.DataType], int] = {
-    T.ByteType: 3,
-    T.ShortType: 5,
-    T.IntegerType: 10,
-    T.LongType: 20,
-}
-
-
-def _compared_exactly(column_type: T.DataType, number: int | decimal.Decimal) -> bool:
-    """Whether Spark compares a column of ``column_type`` with ``number`` without rounding
-    either: their common decimal type (the wider integral part and the larger scale) fits
-    in 38 digits."""
-    if isinstance(column_type, T.DecimalType):
-        whole, scale = column_type.precision - column_type.scale, column_type.scale
-    else:
-        whole, scale = _INTEGRAL_DIGITS[type(column_type)], 0
-    if isinstance(number, int):
-        return True  # an integral literal compares as a long or a decimal of scale 0
-    exponent = number.as_tuple().exponent
-    literal_scale = -exponent if isinstance(exponent, int) and exponent < 0 else 0
-    literal_whole = max(len(number.as_tuple().digits) - literal_scale, 1)
-    return max(whole, literal_whole) + max(scale, literal_scale) <= 38
-
-
-def _plain_number(text: str) -> bool:
-    """Digits with at most one point: an integral or decimal literal (``1e3`` is a double,
-    ``1L``/``1BD`` suffixed ones are left out)."""
-    digits = text.replace(".", "", 1)
-    return bool(digits) and digits.isdigit()
+def _comparable(tested: Typed, others: list[Typed]) -> bool:
+    """Whether Spark compares ``tested`` with each of ``others`` as Python does: all numbers
+    whose common decimal type (the widest integral part and the largest scale) fits in 38
+    digits, so that neither side is rounded; all dates; or all binary-collation strings."""
+    kinds = [tested.data_type, *(other.data_type for other in others)]
+    if all(isinstance(kind, T.DateType) for kind in kinds):
+        return True
+    if all(_binary_string(kind) for kind in kinds):
+        return True
+    if not all(is_number(kind) for kind in kinds):
+        return False
+    if not any(isinstance(kind, T.DecimalType) for kind in kinds):
+        return True  # integers compare as the widest integral type
+    shapes = [decimal_shape(typed) for typed in (tested, *others)]
+    whole = max(precision - scale for precision, scale in shapes)
+    return whole + max(scale for _, scale in shapes) <= MAX_PRECISION
 
 
 def _binary_string(column_type: T.DataType | None) -> bool:
@@ -235,3 +222,115 @@ def _not(inner: Predicate) -> Predicate:
         return None if value is None else not value
 
     return evaluate
+
+
+ColumnarPredicate = Callable[[pa.Table], pa.Array | pa.ChunkedArray | pa.Scalar]
+"""A compiled predicate over every row of a table at once: TRUE, FALSE or NULL per row (a
+scalar when it reads no column)."""
+
+_ARROW_COMPARISONS: dict[type[exp.Expr], Callable[..., Any]] = {
+    exp.EQ: pc.equal,
+    exp.NEQ: pc.not_equal,
+    exp.LT: pc.less,
+    exp.LTE: pc.less_equal,
+    exp.GT: pc.greater,
+    exp.GTE: pc.greater_equal,
+}
+_NULL = pa.scalar(None, pa.bool_())
+
+
+def columnar_predicate(
+    predicate: exp.Expr, columns: Mapping[str, str], types: Mapping[str, T.DataType]
+) -> ColumnarPredicate | None:
+    """``compile_predicate``'s predicate over a whole Arrow table, by Arrow's kernels (Kleene
+    AND/OR, comparisons of both sides cast to their common type); None when some part is
+    evaluated only row by row. The same TRUE, FALSE or NULL per row as ``compile_predicate``."""
+    if compile_predicate(predicate, columns, types) is None:
+        return None  # outside the grammar: the checks below are compile_predicate's
+    return _columnar(predicate, columns, types)
+
+
+def _columnar(
+    node: exp.Expr, columns: Mapping[str, str], types: Mapping[str, T.DataType]
+) -> ColumnarPredicate | None:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, (exp.And, exp.Or)):
+        left, right = (
+            _columnar(node.this, columns, types),
+            _columnar(node.expression, columns, types),
+        )
+        if left is None or right is None:
+            return None
+        kleene = pc.and_kleene if isinstance(node, exp.And) else pc.or_kleene
+        return lambda table: kleene(left(table), right(table))
+    if isinstance(node, exp.Not):
+        inner = _columnar(node.this, columns, types)
+        return None if inner is None else (lambda table: pc.invert(inner(table)))
+    if isinstance(node, exp.Boolean):
+        constant = pa.scalar(bool(node.this))
+        return lambda table: constant
+    if isinstance(node, exp.Null):
+        return lambda table: _NULL
+    if isinstance(node, exp.Column):
+        flag = _column(node, columns)
+        assert flag is not None
+        return lambda table: table.column(flag)
+    if isinstance(node, exp.Between):
+        low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
+        high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
+        return _columnar(exp.And(this=low, expression=high), columns, types)
+    if isinstance(node, exp.Is):
+        tested = compile_expression(node.this, columns, types)
+        if tested is None or not tested.vectorized:
+            return None
+        return lambda table: pc.is_null(tested.over(table))
+    if isinstance(node, exp.In):
+        return _columnar_in(node, columns, types)
+    a = compile_expression(node.this, columns, types)
+    b = compile_expression(node.expression, columns, types)
+    if a is None or b is None or not (a.vectorized and b.vectorized):
+        return None
+    compare, common = _ARROW_COMPARISONS[type(node)], _common_type(a, [b])
+    return lambda table: compare(
+        cast_checked(a.over(table), common), cast_checked(b.over(table), common)
+    )
+
+
+def _columnar_in(
+    node: exp.In, columns: Mapping[str, str], types: Mapping[str, T.DataType]
+) -> ColumnarPredicate | None:
+    tested = compile_expression(node.this, columns, types)
+    if tested is None or not tested.vectorized:
+        return None
+    listed = [
+        compile_expression(item, columns, types)
+        for item in node.expressions
+        if not isinstance(item, exp.Null)
+    ]
+    present = [item for item in listed if item is not None]
+    has_null = len(present) < len(node.expressions)
+    common = _common_type(tested, present)
+    values = pa.array([item.value() for item in present], common)
+
+    def evaluate(table: pa.Table) -> pa.Array | pa.ChunkedArray | pa.Scalar:
+        value = cast_checked(tested.over(table), common)
+        found = pc.is_in(value, value_set=values)
+        if has_null:  # no match among the values: NULL, not FALSE
+            found = pc.if_else(found, True, _NULL)
+        return pc.if_else(pc.is_null(value), _NULL, found)
+
+    return evaluate
+
+
+def _common_type(tested: Typed, others: list[Typed]) -> pa.DataType:
+    """The Arrow type ``_comparable`` operands are compared in: numbers as the common
+    decimal (or BIGINT), dates and strings as they are."""
+    kind = tested.data_type
+    if not is_number(kind):
+        return arrow_type(kind)
+    shapes = [decimal_shape(typed) for typed in (tested, *others)]
+    if not any(isinstance(t.data_type, T.DecimalType) for t in (tested, *others)):
+        return pa.int64()
+    scale = max(s for _, s in shapes)
+    return pa.decimal128(max(p - s for p, s in shapes) + scale, scale)
