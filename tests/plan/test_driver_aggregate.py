@@ -8,7 +8,8 @@ differential suites (INSERT, INSERT … SELECT, DELETE, UPDATE, MERGE; NULLs and
 A second suite draws TPC-H-like views over a table of decimals and dates: arithmetic
 arguments (``sum(p * (1 - d) * (1 + t))``), decimal averages, and WHEREs of date constants
 shifted by intervals, BETWEEN and arithmetic comparisons, under random inserts, deletes and
-updates.
+updates. Both draw HAVINGs and visible columns computed from the calls, which Spark computes
+from the changed groups' state without a job.
 After every refresh the view equals its query run afresh, the refresh was INCREMENTAL, and —
 stored in one bucket — it ran no Spark job. Stored in several buckets, a change that makes a
 new group needs Spark's hash for its bucket: Spark refreshes it, exactly as well.
@@ -79,10 +80,17 @@ def driver_views(draw: Draw) -> View:
     calls += [f"{f}({n})" for n in numbers for f in ("sum", "avg")]
     chosen = draw(st.lists(st.sampled_from(calls), min_size=1, max_size=3, unique=True))
     items = [*keys, *(f"{call} AS f{i}" for i, call in enumerate(chosen))]
+    if draw(st.booleans()):  # a visible column computed from calls: Spark computes it
+        items.append(f"{draw(st.sampled_from(COMPUTED))} AS g")
     items = draw(st.permutations(items))
     grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
     where = f" WHERE {draw(conditions(table))}" if draw(st.booleans()) else ""
-    return View(f"SELECT {', '.join(items)} FROM {table.name}{where}{grouped}")
+    having = f" HAVING {draw(st.sampled_from(HAVINGS))}" if draw(st.booleans()) else ""
+    return View(f"SELECT {', '.join(items)} FROM {table.name}{where}{grouped}{having}")
+
+
+COMPUTED = ["count(*) * 2 + 1", "sum(1) - count(*)", "count(*) / 3", "coalesce(sum(1), 0)"]
+HAVINGS = ["count(*) > 1", "count(*) % 2 = 0", "sum(1) <= 2"]
 
 
 @st.composite
@@ -157,6 +165,12 @@ LINE_CALLS = [
     "sum(-q)",
     "avg(n + q)",
 ]
+LINE_COMPUTED = [
+    "sum(q) / count(*)",  # a decimal division
+    "round(avg(p), 1)",
+    "sum(p * d) - sum(q)",
+    "count(*) * 100",
+]
 LINE_CONDITIONS = [
     "day <= DATE '1998-12-01' - INTERVAL '90' DAY",
     "day >= DATE '1994-01-01' AND day < DATE '1994-01-01' + INTERVAL '1' YEAR",
@@ -211,6 +225,8 @@ def line_writes(draw: Draw) -> list[str]:
     keys=st.lists(st.sampled_from(["k", "f", "day"]), max_size=2, unique=True),
     calls=st.lists(st.sampled_from(LINE_CALLS), min_size=1, max_size=4, unique=True),
     where=st.one_of(st.just(""), line_conditions()),
+    computed=st.lists(st.sampled_from(LINE_COMPUTED), max_size=2, unique=True),
+    having=st.sampled_from(["", "", "count(*) > 1", "sum(q) > 10", "avg(p) < 1000"]),
     first=line_rows(),
     steps=st.lists(line_writes(), min_size=1, max_size=3),
 )
@@ -220,13 +236,17 @@ def test_tpch_like_views_with_arithmetic_and_dates_are_refreshed_by_the_driver(
     keys: list[str],
     calls: list[str],
     where: str,
+    computed: list[str],
+    having: str,
     first: str,
     steps: list[list[str]],
 ) -> None:
     items = [*keys, *(f"{call} AS f{i}" for i, call in enumerate(calls))]
+    items += [f"{expression} AS g{i}" for i, expression in enumerate(computed)]
     query = f"SELECT {', '.join(items)} FROM line"
     query += f" WHERE {where}" if where else ""
     query += f" GROUP BY {', '.join(keys)}" if keys else ""
+    query += f" HAVING {having}" if having else ""
     script = [
         LINE_DDL,
         f"INSERT INTO line VALUES {first}",

@@ -5,21 +5,23 @@ A refresh Spark plans costs the planning of its statements and at least one job,
 0.3–0.5 s even for a one-row change; a write to a table with an ``ON COMMIT`` view pays it on
 every statement. For the commonest aggregate view,
 
-    SELECT k…, COUNT(*), COUNT(x), SUM(x), AVG(x) FROM R [WHERE C] GROUP BY k…
+    SELECT f(k…, COUNT(*), COUNT(x), SUM(x), AVG(x))… FROM R [WHERE C] GROUP BY k… [HAVING H]
 
 (plain columns as keys; arguments the driver computes as Spark does (``driver_expression``:
 columns, constants, ``+ - *`` of numbers), a WHERE it evaluates as Spark does
-(``driver_predicate``); no HAVING, no DISTINCT; integral or decimal sums) the whole refresh
-is arithmetic on the changed groups (Hanson §3.6, as in ``delta/aggregate.py``):
+(``driver_predicate``); no DISTINCT; integral or decimal sums) the whole refresh is
+arithmetic on the changed groups (Hanson §3.6, as in ``delta/aggregate.py``):
 
     state(R + ΔR) = state(R) + state(σ_C(ΔR))
     state(ΔR)_g   = (Σ w, Σ w·[x IS NOT NULL], Σ w·x)   over ΔR's rows of group g
 
-Each visible column is a key or a call's value: ``COUNT`` its counter, ``SUM`` the sum (NULL
-while the count of values is 0), ``AVG`` of an integral argument ``double(s) / double(n)`` as
-Spark's ``Average`` computes it. A decimal ``AVG`` is a decimal division, whose rounding is
-Spark's: Spark computes the changed groups' values from their state by ``agg.call_values_sql``
-over an inline table of literals, which it folds while planning (no job). Python's integers
+When each visible column is a key or a call, the driver computes it: ``COUNT`` its counter,
+``SUM`` the sum (NULL while the count of values is 0), ``AVG`` of an integral argument
+``double(s) / double(n)`` as Spark's ``Average`` computes it. Anything more (a decimal
+``AVG``, whose rounding is Spark's division's; a HAVING; a visible expression ``f`` over keys
+and calls) Spark computes, from the changed groups' keys and state, with the very SQL of its
+own refresh (``AggregateView.with_visible_sql``) over an inline table of literals, which it
+folds while planning (no job). Python's integers
 and decimals are exact; a sum outside its type's range (which Spark would refuse in ANSI mode,
 or wrap without it) is left to Spark (``DriverMergeDeclinedError``). Group keys are of
 ``KEY_TYPES``, which Arrow and Python compare as Spark does.
@@ -27,6 +29,7 @@ or wrap without it) is left to Spark (``DriverMergeDeclinedError``). Group keys 
 
 from __future__ import annotations
 
+import datetime
 import decimal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -115,15 +118,17 @@ class DriverAggregate:
     """An aggregate view the driver can refresh (``driver_aggregate``).
 
     ``table``: its one base table; ``keys``: that table's columns the view groups by;
-    ``calls``; ``shown``: per visible column, ``(True, i)`` for key ``i`` or ``(False, j)``
-    for call ``j``; ``view``: the view, whose ``storage()`` names the stored columns;
-    ``types``: Spark's types of its calls; ``conditions``: the filters a change row must
-    pass (all TRUE) to count."""
+    ``key_types``: their types; ``calls``; ``shown``: per visible column, ``(True, i)`` for
+    key ``i`` or ``(False, j)`` for call ``j`` (None: some visible column computes more, which
+    Spark computes, ``spark_valued``); ``view``: the view, whose ``storage()`` names the
+    stored columns; ``types``: Spark's types of its calls; ``conditions``: the filters a
+    change row must pass (all TRUE) to count."""
 
     table: str
     keys: tuple[str, ...]
+    key_types: tuple[T.DataType, ...]
     calls: tuple[DriverCall, ...]
-    shown: tuple[tuple[bool, int], ...]
+    shown: tuple[tuple[bool, int], ...] | None
     view: AggregateView
     types: agg.ResultTypes
     conditions: tuple[Condition, ...] = ()
@@ -149,8 +154,13 @@ class DriverAggregate:
 
     @cached_property
     def spark_valued(self) -> bool:
-        """Whether Spark computes the calls' values from the groups' state (``merged``)."""
-        return any(call.spark_valued for call in self.calls)
+        """Whether Spark computes the visible columns from the groups' state (``merged``):
+        a decimal average, a HAVING, or a visible column that is neither a key nor a call."""
+        return (
+            self.shown is None
+            or self.view.having is not None
+            or any(call.spark_valued for call in self.calls)
+        )
 
     def passing(self, change: pa.Table) -> tuple[pa.Table, int]:
         """The rows of the Z-set ``change`` (``columns`` and the weight) every condition
@@ -249,11 +259,11 @@ class DriverAggregate:
                 (key, self._new_state([0] * len(change_state), change_state, metrics), 0, None)
             )
         existing = [(key, state) for key, state, _, _ in groups if self._exists(state)]
-        values = iter(self._visible_values(existing, spark))
+        visible = iter(self._visible_values(existing, spark))
         rows = []
         for key, state, bucket, old in groups:
-            shown = next(values) if self._exists(state) else None
-            row = self._row(key, state, shown, bucket, metrics, old)
+            shown, values = next(visible) if self._exists(state) else (False, None)
+            row = self._row(key, state, shown, values, bucket, metrics, old)
             if row is not None:
                 rows.append(row)
         kept = stored.filter(_complement(touched, stored.num_rows))
@@ -283,29 +293,31 @@ class DriverAggregate:
         self,
         key: tuple[object, ...],
         state: list[Number],
+        shown: bool,
         values: list[object] | None,
         bucket: object,
         metrics: dict[str, int],
         old: dict[str, object] | None,
     ) -> dict[str, object] | None:
-        """A group's new stored row (None when it no longer exists: ``values`` None), counted
-        in ``metrics``."""
+        """A group's new stored row (None when it no longer exists: ``values`` None; ``shown``:
+        whether the view shows it, its HAVING holds), counted in ``metrics``."""
         view = self.view
         was_shown = old is not None and bool(old[VISIBLE_COLUMN])
         same = (
-            values is not None
-            and old is not None
+            shown
             and was_shown
+            and values is not None
+            and old is not None
             and all(old[c] == v for c, v in zip(view.visible, values, strict=True))
         )
-        if values is not None and not same:
+        if shown and not same:
             metrics["inserted"] += 1
         if was_shown and not same:
             metrics["deleted"] += 1
         if values is None:
             return None
         row: dict[str, object] = dict(zip(view.visible, values, strict=True))
-        row[VISIBLE_COLUMN] = True
+        row[VISIBLE_COLUMN] = shown
         row.update(zip(view.keys, key, strict=True))
         row.update(zip(view.state, state, strict=True))
         row[BUCKET_COLUMN] = bucket
@@ -324,22 +336,22 @@ class DriverAggregate:
 
     def _visible_values(
         self, groups: list[tuple[tuple[object, ...], list[Number]]], spark: SparkSession | None
-    ) -> list[list[object]]:
-        """The visible columns of each existing group (its key and state)."""
+    ) -> list[tuple[bool, list[object]]]:
+        """Whether the view shows each existing group (its key and state), and its visible
+        columns."""
         if not groups:
             return []
         if self.spark_valued:
             if spark is None or len(groups) > SPARK_VALUED_MAX_GROUPS:
-                raise DriverMergeDeclinedError("a decimal average needs Spark's division")
-            calls = self._spark_call_values([state for _, state in groups], spark)
-        else:
-            calls = [
-                [self._call_value(j, state) for j in range(len(self.calls))] for _, state in groups
-            ]
-        return [
-            [key[index] if is_key else values[index] for is_key, index in self.shown]
-            for (key, _), values in zip(groups, calls, strict=True)
-        ]
+                raise DriverMergeDeclinedError("Spark computes this view's visible columns")
+            return self._spark_visible_values(groups, spark)
+        assert self.shown is not None
+        shown = self.shown
+        found = []
+        for key, state in groups:
+            calls = [self._call_value(j, state) for j in range(len(self.calls))]
+            found.append((True, [key[i] if is_key else calls[i] for is_key, i in shown]))
+        return found
 
     def _call_value(self, index: int, state: list[Number]) -> object:
         """Call ``index``'s value (``agg.call_values_sql``): a count, ``SUM`` (NULL while no
@@ -353,23 +365,29 @@ class DriverAggregate:
         total = state[position + 1]
         return total if call.function == "sum" else float(total) / float(counted)
 
-    def _spark_call_values(
-        self, states: list[list[Number]], spark: SparkSession
-    ) -> list[list[object]]:
-        """The calls' values of groups of ``states``, computed by Spark as its refresh does
-        (``agg.call_values_sql``) over an inline table of the states: a local relation it
-        folds while planning, so no job runs."""
-        node = self.view.aggregate
-        items = agg.call_values_sql(node, self.types)
+    def _spark_visible_values(
+        self, groups: list[tuple[tuple[object, ...], list[Number]]], spark: SparkSession
+    ) -> list[tuple[bool, list[object]]]:
+        """``_visible_values`` computed by Spark as its refresh computes them
+        (``AggregateView.with_visible_sql``: the calls' values, the HAVING, the visible
+        expressions) over an inline table of the groups' keys and states: a local relation
+        it folds while planning, so no job runs."""
+        view = self.view
+        kinds = [*self.key_types, *self.state_kinds]
         rows = ", ".join(
             "("
-            + ", ".join(_literal_sql(v, k) for v, k in zip(state, self.state_kinds, strict=True))
+            + ", ".join(
+                _literal_sql(value, kind) for value, kind in zip((*key, *state), kinds, strict=True)
+            )
             + ")"
-            for state in states
+            for key, state in groups
         )
-        names = ", ".join(q(name) for name in self.view.state)
-        found = spark.sql(f"SELECT {', '.join(items)} FROM VALUES {rows} AS s({names})").collect()
-        return [list(row) for row in found]
+        names = ", ".join(q(name) for name in (*view.keys, *view.state))
+        table = f"(SELECT * FROM VALUES {rows} AS {q('v')}({names})) AS {q('s')}"
+        found = spark.sql(view.with_visible_sql(table, self.types)).collect()
+        return [
+            (bool(row[VISIBLE_COLUMN]), [row[column] for column in view.visible]) for row in found
+        ]
 
 
 def driver_aggregate(
@@ -378,8 +396,6 @@ def driver_aggregate(
     """``view`` as a ``DriverAggregate``, when it has that shape (module docstring) over a
     base table of ``schemas``; None otherwise."""
     node = view.aggregate
-    if view.having is not None:
-        return None
     scan, columns, conditions = _scanned(node.child, schemas)
     if scan is None or scan.table not in schemas:
         return None
@@ -393,14 +409,12 @@ def driver_aggregate(
         if found is None:
             return None
         calls.append(found)
-    shown = _shown(view)
-    if shown is None:
-        return None
     return DriverAggregate(
         scan.table,
         tuple(k for k in keys if k is not None),
+        tuple(table_types[k] for k in keys if k is not None),
         tuple(calls),
-        shown,
+        _shown(view),
         view,
         types,
         tuple(conditions),
@@ -512,11 +526,25 @@ def _argument_values(
     ]
 
 
-def _literal_sql(value: Number, kind: T.DataType | None) -> str:
-    """A state value as a Spark SQL literal of its column's type (a counter: BIGINT)."""
-    if isinstance(kind, T.DecimalType):
+def _literal_sql(value: object, kind: T.DataType | None) -> str:
+    """A key or state value as a Spark SQL literal of its column's type (``kind``; None: a
+    counter, BIGINT)."""
+    if kind is None:
+        kind = T.LongType()
+    if value is None:
+        return f"CAST(NULL AS {kind.simpleString()})"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, str):
+        value = value.encode()
+    if isinstance(value, bytes):
+        return f"CAST(X'{value.hex()}' AS {kind.simpleString()})"
+    if isinstance(value, datetime.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, decimal.Decimal):
         return f"CAST('{value:f}' AS {kind.simpleString()})"
-    return f"CAST({int(value)} AS BIGINT)"
+    assert isinstance(value, int)
+    return f"CAST({value} AS {kind.simpleString()})"
 
 
 def _shown(view: AggregateView) -> tuple[tuple[bool, int], ...] | None:
