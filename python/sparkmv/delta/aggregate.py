@@ -256,6 +256,25 @@ def _keys_sql(node: Aggregate) -> list[str]:
     return [f"({sql_expression(key)})" for key in node.keys]
 
 
+_INT_MAX = (1 << 31) - 1
+
+
+def _grouping_sql(expression: exp.Expr) -> str:
+    """``expression`` as a GROUP BY item. An INT literal there (e.g.
+    the argument of ``AVG(DISTINCT 0)``) would be read by Spark as a position in the select
+    list (``spark.sql.groupByOrdinal``): it is cast to INT, the type it has, which Spark does
+    not read so."""
+    node = expression
+    while isinstance(node, exp.Paren):
+        node = node.this
+    literal = node.this if isinstance(node, exp.Neg) else node
+    text = f"({sql_expression(expression)})"
+    digits = str(literal.this) if isinstance(literal, exp.Literal) and not literal.is_string else ""
+    if digits.isdigit() and int(digits) <= _INT_MAX + isinstance(node, exp.Neg):
+        return f"CAST({text} AS INT)"
+    return text
+
+
 def _state_aggregates(node: Aggregate, types: ResultTypes, change: bool) -> list[str]:
     """``state_columns`` as aggregate expressions over ``node``'s input Z-set (SQL items)."""
     weight = WEIGHT_SQL
@@ -313,7 +332,7 @@ def group_state_sql(
     keys = _keys_sql(node)
     selected = [f"{k} AS {_q(key_column(i))}" for i, k in enumerate(keys)]
     selected += _state_aggregates(node, types, change)
-    grouped = f" GROUP BY {', '.join(keys)}" if keys else ""
+    grouped = f" GROUP BY {', '.join(_grouping_sql(k) for k in node.keys)}" if keys else ""
     return f"SELECT {', '.join(selected)} FROM {source}{grouped}"
 
 
@@ -323,8 +342,10 @@ def value_counters_sql(node: Aggregate, source: str, *, change: bool = False) ->
     non-null value ``v``, ``c(v) = Σ w`` over the group's rows with ``x_j = v`` (a
     ``change``'s counters that sum to zero are left out). A value column of another argument
     is an untyped NULL: the union of the arguments' rows types it."""
-    arguments = [f"({sql_expression(a)})" for a in distinct_arguments(node)]
+    distinct = distinct_arguments(node)
+    arguments = [f"({sql_expression(a)})" for a in distinct]
     keys = _keys_sql(node)
+    grouped = [_grouping_sql(k) for k in node.keys]
     branches = []
     for j, value in enumerate(arguments):
         selected = [f"{k} AS {_q(key_column(i))}" for i, k in enumerate(keys)]
@@ -336,7 +357,7 @@ def value_counters_sql(node: Aggregate, source: str, *, change: bool = False) ->
         having = f" HAVING sum({WEIGHT_SQL}) <> 0" if change else ""
         branches.append(
             f"SELECT {', '.join(selected)} FROM {source} WHERE {value} IS NOT NULL"
-            f" GROUP BY {', '.join([*keys, value])}{having}"
+            f" GROUP BY {', '.join([*grouped, _grouping_sql(distinct[j])])}{having}"
         )
     return " UNION ALL ".join(f"({branch})" for branch in branches)
 
