@@ -260,10 +260,9 @@ _INT_MAX = (1 << 31) - 1
 
 
 def _grouping_sql(expression: exp.Expr) -> str:
-    """``expression`` as a GROUP BY item. An INT literal there (e.g.
-    the argument of ``AVG(DISTINCT 0)``) would be read by Spark as a position in the select
-    list (``spark.sql.groupByOrdinal``): it is cast to INT, the type it has, which Spark does
-    not read so."""
+    """``expression`` as a GROUP BY item. Spark reads an INT literal there (the argument of
+    ``AVG(DISTINCT 0)``) as a position in the select list (``spark.sql.groupByOrdinal``), but
+    not the literal cast to INT, its own type."""
     node = expression
     while isinstance(node, exp.Paren):
         node = node.this

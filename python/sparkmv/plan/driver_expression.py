@@ -20,10 +20,11 @@ precision loss allowed, its default):
     d(p1,s1) × d(p2,s2) → d(p1 + p2 + 1, s1 + s2)
 
 a precision above 38 cut to 38, the scale to ``max(38 − integral digits, min(scale, 6))``.
-Each value is computed exactly and rounded half up to its type's scale, as Spark rounds it.
-A value outside its type (an error in ANSI mode, NULL or a wrapped integer without), or a
-product of more than 38 digits (which Spark rounds once more, to 38 digits, before its scale),
-raises ``DriverMergeDeclinedError``: Spark refreshes that change. A NULL operand gives NULL.
+Each value is computed exactly and rounded half up (ties away from zero, Java's ``HALF_UP``)
+to its type's scale, as Spark rounds it. A value outside its type (an error in ANSI mode, NULL
+or a wrapped integer without), or a product of more than 38 digits (which Spark's decimal
+multiplication may round to 38 digits before its scale), raises
+``DriverMergeDeclinedError``: Spark refreshes that change. A NULL operand gives NULL.
 
 Anything else (division, functions, casts of columns, floating point, intervals of hours,
 timestamps) does not compile: the compilers return None.

@@ -311,7 +311,10 @@ def _columnar_in(
     present = [item for item in listed if item is not None]
     has_null = len(present) < len(node.expressions)
     common = _common_type(tested, present)
-    values = pa.array([item.value() for item in present], common)
+    try:
+        values = pa.array([item.value() for item in present], common)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # left to the row-by-row predicate
+        return None
 
     def evaluate(table: pa.Table) -> pa.Array | pa.ChunkedArray | pa.Scalar:
         value = cast_checked(tested.over(table), common)
