@@ -46,10 +46,13 @@ from sparkmv.delta import aggregate as agg
 from sparkmv.parse.statements import quote_identifier as q
 from sparkmv.plan.aggregate_view import AggregateView
 from sparkmv.plan.driver_expression import (
+    EXACT,
     DriverMergeDeclinedError,
+    Number,
     Typed,
     compile_expression,
     decimal_shape,
+    fits,
     is_number,
 )
 from sparkmv.plan.driver_predicate import (
@@ -70,18 +73,10 @@ precision than Spark wrote."""
 COUNTED_TYPES = (*KEY_TYPES, T.FloatType, T.DoubleType, T.TimestampType, T.TimestampNTZType)
 """Types a ``COUNT(x)`` argument may have here: only whether a value is NULL matters."""
 
-Number = int | decimal.Decimal
-"""A state value: a counter, or an integral or decimal sum."""
-
-_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
-
 SPARK_VALUED_MAX_GROUPS = 1000
 """At most this many changed groups have their values computed by Spark from an inline table
 of their states (``DriverAggregate.merged``), whose SQL text Spark parses: more are left to
 Spark's refresh."""
-
-_EXACT = decimal.Context(prec=200)
-"""Decimal sums are exact below 200 digits (Spark's have at most 38)."""
 
 
 @dataclass(frozen=True)
@@ -212,7 +207,7 @@ class DriverAggregate:
             for call, position in zip(self.calls, self.positions, strict=True)
             if call.argument is not None
         ]
-        with decimal.localcontext(_EXACT):
+        with decimal.localcontext(EXACT):
             for row, weight in enumerate(weights):
                 key = tuple(values[row] for values in keys)
                 state = groups.get(key)
@@ -276,7 +271,7 @@ class DriverAggregate:
         self, old_state: list[Number], change_state: list[Number], metrics: dict[str, int]
     ) -> list[Number]:
         """A group's state after the change, range-checked; a negative counter counted."""
-        with decimal.localcontext(_EXACT):
+        with decimal.localcontext(EXACT):
             state = [a + b for a, b in zip(old_state, change_state, strict=True)]
         for value, kind in zip(state, self.state_kinds, strict=True):
             _check_range(value, kind)
@@ -566,17 +561,11 @@ def _shown(view: AggregateView) -> tuple[tuple[bool, int], ...] | None:
 
 
 def _check_range(value: Number, kind: T.DataType | None) -> None:
-    """Raise ``DriverMergeDeclinedError`` when a state value is outside its column's type."""
-    if kind is None or isinstance(kind, T.LongType):
-        if not _LONG_MIN <= int(value) <= _LONG_MAX:
-            raise DriverMergeDeclinedError("a counter or sum outside BIGINT")
-    elif isinstance(kind, T.DecimalType) and not abs(decimal.Decimal(value)) < _decimal_bound(kind):
-        raise DriverMergeDeclinedError(f"a sum outside {kind.simpleString()}")
-
-
-def _decimal_bound(kind: T.DecimalType) -> decimal.Decimal:
-    """The smallest magnitude ``kind`` cannot hold."""
-    return decimal.Decimal(10).scaleb(kind.precision - kind.scale - 1)
+    """Raise ``DriverMergeDeclinedError`` when a state value is outside its column's type
+    (``kind``; None: a counter, BIGINT)."""
+    data_type = T.LongType() if kind is None else kind
+    if not fits(value, data_type):
+        raise DriverMergeDeclinedError(f"a state value outside {data_type.simpleString()}")
 
 
 def _touched_rows(

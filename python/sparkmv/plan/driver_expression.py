@@ -58,10 +58,11 @@ Number = int | decimal.Decimal
 
 MAX_PRECISION = 38
 _MIN_ADJUSTED_SCALE = 6
-_EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP)
-"""Exact below 200 digits (Spark's decimals have at most 38, a product at most 77)."""
+EXACT = decimal.Context(prec=200, rounding=decimal.ROUND_HALF_UP)
+"""Exact below 200 digits: Spark's decimals have at most 38, a product of two at most 77, and
+a group's sum of them only a few more."""
 
-INTEGRAL_RANKS: dict[type[T.DataType], int] = {
+_INTEGRAL_RANKS: dict[type[T.DataType], int] = {
     T.ByteType: 0,
     T.ShortType: 1,
     T.IntegerType: 2,
@@ -69,7 +70,7 @@ INTEGRAL_RANKS: dict[type[T.DataType], int] = {
 }
 _INTEGRAL_BY_RANK = (T.ByteType(), T.ShortType(), T.IntegerType(), T.LongType())
 _INTEGRAL_BITS = (8, 16, 32, 64)
-INTEGRAL_DIGITS = (3, 5, 10, 20)
+_INTEGRAL_DIGITS = (3, 5, 10, 20)
 """Per integral rank, the precision of the DECIMAL Spark widens it to."""
 
 _MAX_WIDE_PRECISION = 76  # of decimal256
@@ -142,7 +143,7 @@ def compile_expression(
     if isinstance(node, exp.Literal) or (
         isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
     ):
-        return literal(node)
+        return _literal(node)
     if isinstance(node, (exp.Cast, exp.TryCast)):
         return _date_literal(node)
     if isinstance(node, exp.Neg):
@@ -160,10 +161,10 @@ def compile_expression(
 
 
 def is_number(data_type: T.DataType) -> bool:
-    return isinstance(data_type, (T.DecimalType, *INTEGRAL_RANKS))
+    return isinstance(data_type, (T.DecimalType, *_INTEGRAL_RANKS))
 
 
-def literal(node: exp.Expr) -> Typed | None:
+def _literal(node: exp.Expr) -> Typed | None:
     """A number or string literal (``-`` before a number included, as Spark's parser reads
     it), typed as Spark types it; None for anything else."""
     negative = isinstance(node, exp.Neg)
@@ -278,7 +279,7 @@ def _negated(inner: Typed) -> Typed | None:
         if value is None:
             return None
         assert isinstance(value, (int, decimal.Decimal))
-        with decimal.localcontext(_EXACT):  # the default context rounds to 28 digits
+        with decimal.localcontext(EXACT):  # the default context rounds to 28 digits
             return check(-value)
 
     columnar = None
@@ -295,7 +296,7 @@ def _arithmetic(kind: type[exp.Expr], left: Typed, right: Typed) -> Typed | None
     if not (is_number(a) and is_number(b)):
         return None
     if not isinstance(a, T.DecimalType) and not isinstance(b, T.DecimalType):
-        rank = max(INTEGRAL_RANKS[type(a)], INTEGRAL_RANKS[type(b)])
+        rank = max(_INTEGRAL_RANKS[type(a)], _INTEGRAL_RANKS[type(b)])
         result: T.DataType = _INTEGRAL_BY_RANK[rank]
     else:
         p1, s1 = decimal_shape(left)
@@ -314,7 +315,7 @@ def _arithmetic(kind: type[exp.Expr], left: Typed, right: Typed) -> Typed | None
         if x is None or y is None:
             return None
         assert isinstance(x, (int, decimal.Decimal)) and isinstance(y, (int, decimal.Decimal))
-        with decimal.localcontext(_EXACT):
+        with decimal.localcontext(EXACT):
             if multiplies:
                 value = x * y
                 if isinstance(value, decimal.Decimal) and _digits(value)[0] > MAX_PRECISION:
@@ -391,7 +392,7 @@ def cast_checked(
     ``decimal256(20, 0)``, as Arrow casts an integer only to a decimal of all its type's
     digits."""
     if pa.types.is_integer(values.type) and pa.types.is_decimal(target):
-        values = _checked(pc.cast, values, pa.decimal256(INTEGRAL_DIGITS[-1], 0))
+        values = _checked(pc.cast, values, pa.decimal256(_INTEGRAL_DIGITS[-1], 0))
     return _checked(pc.cast, values, target)
 
 
@@ -425,7 +426,7 @@ def decimal_shape(operand: Typed) -> tuple[int, int]:
         return data_type.precision, data_type.scale
     if operand.literal_digits is not None:
         return operand.literal_digits, 0
-    return INTEGRAL_DIGITS[INTEGRAL_RANKS[type(data_type)]], 0
+    return _INTEGRAL_DIGITS[_INTEGRAL_RANKS[type(data_type)]], 0
 
 
 def _adjusted(precision: int, scale: int) -> T.DecimalType:
@@ -437,29 +438,33 @@ def _adjusted(precision: int, scale: int) -> T.DecimalType:
     return T.DecimalType(MAX_PRECISION, kept)
 
 
+def fits(value: Number, data_type: T.DataType) -> bool:
+    """Whether the integral or decimal ``value`` (at most ``data_type``'s scale) is one of
+    ``data_type``'s values."""
+    if isinstance(data_type, T.DecimalType):
+        whole = data_type.precision - data_type.scale
+        return abs(decimal.Decimal(value)) < decimal.Decimal(1).scaleb(whole)
+    return _fits_integral(int(value), _INTEGRAL_RANKS[type(data_type)])
+
+
 def _range_check(data_type: T.DataType) -> Callable[[Number], Number]:
     """A value in ``data_type``: rounded half up to a decimal's scale; raises
     ``DriverMergeDeclinedError`` when it does not fit."""
-    if isinstance(data_type, T.DecimalType):
-        quantum = decimal.Decimal(1).scaleb(-data_type.scale)
-        bound = decimal.Decimal(10).scaleb(data_type.precision - data_type.scale)
+    quantum = (
+        decimal.Decimal(1).scaleb(-data_type.scale)
+        if isinstance(data_type, T.DecimalType)
+        else None
+    )
 
-        def decimal_value(value: Number) -> Number:
-            with decimal.localcontext(_EXACT):
-                rounded = decimal.Decimal(value).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
-            if not abs(rounded) < bound:
-                raise DriverMergeDeclinedError(f"a value outside {data_type.simpleString()}")
-            return rounded
-
-        return decimal_value
-    rank = INTEGRAL_RANKS[type(data_type)]
-
-    def integral_value(value: Number) -> Number:
-        if not _fits_integral(int(value), rank):
+    def checked(value: Number) -> Number:
+        if quantum is not None:
+            with decimal.localcontext(EXACT):
+                value = decimal.Decimal(value).quantize(quantum, rounding=decimal.ROUND_HALF_UP)
+        if not fits(value, data_type):
             raise DriverMergeDeclinedError(f"a value outside {data_type.simpleString()}")
         return value
 
-    return integral_value
+    return checked
 
 
 def _fits_integral(value: int, rank: int) -> bool:

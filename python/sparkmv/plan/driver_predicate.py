@@ -68,7 +68,7 @@ def compile_predicate(
         right = compile_predicate(node.expression, columns, types)
         if left is None or right is None:
             return None
-        return _and(left, right) if isinstance(node, exp.And) else _or(left, right)
+        return _kleene(left, right, dominant=isinstance(node, exp.Or))
     if isinstance(node, exp.Not):
         inner = compile_predicate(node.this, columns, types)
         return None if inner is None else _not(inner)
@@ -91,7 +91,8 @@ def compile_predicate(
     if isinstance(node, exp.In):
         return _in(node, columns, types)
     if isinstance(node, exp.Between):
-        return _between(node, columns, types)
+        rewritten = _between(node)
+        return None if rewritten is None else compile_predicate(rewritten, columns, types)
     if type(node) in _COMPARISONS:
         return _comparison(node, columns, types)
     return None
@@ -126,34 +127,39 @@ def _comparison(
     return evaluate
 
 
-def _between(
-    node: exp.Between, columns: Mapping[str, str], types: Mapping[str, T.DataType]
-) -> Predicate | None:
-    """``x BETWEEN l AND h``, which Spark reads as ``x >= l AND x <= h``."""
+def _between(node: exp.Between) -> exp.Expr | None:
+    """``x BETWEEN l AND h`` as Spark reads it, ``x >= l AND x <= h`` (None: SYMMETRIC)."""
     if node.args.get("symmetric"):
         return None
     low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
     high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
-    return compile_predicate(exp.And(this=low, expression=high), columns, types)
+    return exp.And(this=low, expression=high)
+
+
+def _in_list(
+    node: exp.In, columns: Mapping[str, str], types: Mapping[str, T.DataType]
+) -> tuple[Typed, list[Typed], bool] | None:
+    """``x [NOT] IN (…)``'s tested value, its constants other than NULL, and whether a NULL
+    is listed; None when the list is not of constants ``x`` compares with as Python does."""
+    tested = compile_expression(node.this, columns, types)
+    if tested is None or node.args.get("query") is not None or not node.expressions:
+        return None
+    listed = [item for item in node.expressions if not isinstance(item, exp.Null)]
+    present = [compile_expression(item, columns, types) for item in listed]
+    constants = [item for item in present if item is not None and item.constant]
+    if len(constants) < len(listed) or not _comparable(tested, constants):
+        return None
+    return tested, constants, len(listed) < len(node.expressions)
 
 
 def _in(
     node: exp.In, columns: Mapping[str, str], types: Mapping[str, T.DataType]
 ) -> Predicate | None:
-    tested = compile_expression(node.this, columns, types)
-    if tested is None or node.args.get("query") is not None or not node.expressions:
+    parts = _in_list(node, columns, types)
+    if parts is None:
         return None
-    items = [
-        None if isinstance(item, exp.Null) else compile_expression(item, columns, types)
-        for item in node.expressions
-    ]
-    listed = [item for item in items if item is not None]
-    if len(listed) < sum(not isinstance(i, exp.Null) for i in node.expressions):
-        return None
-    if not all(item.constant for item in listed) or not _comparable(tested, listed):
-        return None
-    present = [item.value() for item in listed]
-    has_null = len(present) < len(items)
+    tested, constants, has_null = parts
+    present = [item.value() for item in constants]
     value_of = tested.evaluate
 
     def evaluate(row: Row) -> bool | None:
@@ -196,22 +202,16 @@ def _boolean(value: object) -> bool | None:
     return None if value is None else bool(value)
 
 
-def _and(left: Predicate, right: Predicate) -> Predicate:
+def _kleene(left: Predicate, right: Predicate, dominant: bool) -> Predicate:
+    """``left AND right`` (``dominant`` FALSE) or ``left OR right`` (TRUE) in three-valued
+    logic: ``dominant`` when either side is, else NULL when either side is, else the other
+    value."""
+
     def evaluate(row: Row) -> bool | None:
         a, b = left(row), right(row)
-        if a is False or b is False:
-            return False
-        return None if a is None or b is None else True
-
-    return evaluate
-
-
-def _or(left: Predicate, right: Predicate) -> Predicate:
-    def evaluate(row: Row) -> bool | None:
-        a, b = left(row), right(row)
-        if a is True or b is True:
-            return True
-        return None if a is None or b is None else False
+        if a is dominant or b is dominant:
+            return dominant
+        return None if a is None or b is None else not dominant
 
     return evaluate
 
@@ -277,9 +277,8 @@ def _columnar(
         assert flag is not None
         return lambda table: table.column(flag)
     if isinstance(node, exp.Between):
-        low = exp.GTE(this=node.this.copy(), expression=node.args["low"].copy())
-        high = exp.LTE(this=node.this.copy(), expression=node.args["high"].copy())
-        return _columnar(exp.And(this=low, expression=high), columns, types)
+        rewritten = _between(node)
+        return None if rewritten is None else _columnar(rewritten, columns, types)
     if isinstance(node, exp.Is):
         tested = compile_expression(node.this, columns, types)
         if tested is None or not tested.vectorized:
@@ -300,19 +299,13 @@ def _columnar(
 def _columnar_in(
     node: exp.In, columns: Mapping[str, str], types: Mapping[str, T.DataType]
 ) -> ColumnarPredicate | None:
-    tested = compile_expression(node.this, columns, types)
-    if tested is None or not tested.vectorized:
+    parts = _in_list(node, columns, types)
+    if parts is None or not parts[0].vectorized:
         return None
-    listed = [
-        compile_expression(item, columns, types)
-        for item in node.expressions
-        if not isinstance(item, exp.Null)
-    ]
-    present = [item for item in listed if item is not None]
-    has_null = len(present) < len(node.expressions)
-    common = _common_type(tested, present)
+    tested, constants, has_null = parts
+    common = _common_type(tested, constants)
     try:
-        values = pa.array([item.value() for item in present], common)
+        values = pa.array([item.value() for item in constants], common)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # left to the row-by-row predicate
         return None
 
