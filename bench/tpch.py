@@ -57,8 +57,9 @@ round) and the check: after the last round of a change both copies are compared 
 as a multiset (``EXCEPT ALL`` both ways, and the counts), OK or WRONG. Each view is also read
 once with its ``ORDER BY``/``LIMIT``.
 
-``QUERIES`` are all 22: since issue 24 sparkmv maintains their subqueries (``[NOT] EXISTS``,
-``[NOT] IN``, scalar aggregates, decorrelated) and outer joins incrementally.
+``QUERIES`` are all 22 (``--queries`` picks some): since issue 24 sparkmv maintains their
+subqueries (``[NOT] EXISTS``, ``[NOT] IN``, scalar aggregates, decorrelated) and outer joins
+incrementally.
 
 A second table says where an incremental refresh's time goes: the part during which a Spark job
 ran, the rest, the py4j round trips by kind (calls: methods, constructors, fields; lookups:
@@ -70,8 +71,9 @@ dimension updates are part of the change they refresh since issue 24. A copy of 
 whole run at SF 0.01 goes first, unprinted, so that JVM warm-up does not land in the first
 measurement.
 
-``python bench/tpch.py [sf ...] [--change range|random|both] [--seed N] [--rounds N]``
-(default ``0.1 1``, both, seed 5, 2 rounds). Not a test: nothing is asserted.
+``python bench/tpch.py [sf ...] [--change range|random|both] [--seed N] [--rounds N]
+[--queries 1,6,…]`` (default ``0.1 1``, both, seed 5, 2 rounds, all 22). Not a test: nothing is
+asserted.
 """
 
 from __future__ import annotations
@@ -797,6 +799,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--change", choices=("range", "random", "both"), default="both")
     parser.add_argument("--seed", type=int, default=SEED, help="of the random change")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument(
+        "--queries",
+        type=lambda text: [int(number) for number in text.split(",")],
+        default=list(QUERIES),
+        help="comma-separated query numbers (default: all 22)",
+    )
     return parser.parse_args()
 
 
@@ -806,7 +814,7 @@ def main() -> None:
     kinds = list(CHANGES) if args.change == "both" else [args.change]
     rounds: int = args.rounds
     started = time.perf_counter()
-    queries = [read_query(number) for number in QUERIES]
+    queries = [read_query(number) for number in args.queries]
     data = {}
     generated = {}
     for sf in dict.fromkeys([WARM_UP_SF, *sfs]):  # before Spark starts: DuckDB is closed

@@ -1,9 +1,9 @@
 """A small change is merged through the driver: ΔV, the rows it hits and the merged rows are
 collected as Arrow and written by the driver as parquet (``apply/driver_files.py``), in the
-layout Spark writes; rows whose columns all compare exactly are also merged there. These
-tests check that every column type the driver carries comes back unchanged, for each storage
-layout and either merge, and that a bag of rows takes its insertions without reading stored
-rows."""
+layout Spark writes; rows whose columns all compare exactly are also merged there. A full
+refresh of a view that held few rows writes its new rows the same way. These tests check
+that every column type the driver carries comes back unchanged, for each storage layout and
+either merge, and that a bag of rows takes its insertions without reading stored rows."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from conftest import assert_view_matches_query, session_confs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
-from sparkmv.apply import incremental
+from sparkmv.apply import incremental, materialize
 from sparkmv.config import STORAGE_BUCKETS_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 
 TYPED_COLUMNS = (
@@ -46,9 +46,15 @@ def patching(spark: SparkSession) -> Iterator[None]:
 
 
 def driver_files(spark: SparkSession, view: str) -> list[Path]:
+    """The data files of ``view``'s snapshot that the driver wrote."""
+    return [p for p in snapshot_files(spark, view) if p.name.endswith("-driver.snappy.parquet")]
+
+
+def snapshot_files(spark: SparkSession, view: str) -> list[Path]:
+    """The data files of ``view``'s snapshot (bucketed or not), whoever wrote them."""
     rows = spark.sql(f"DESCRIBE MATERIALIZED VIEW EXTENDED {view}").collect()
     snapshot = Path(next(r.data_type for r in rows if r.col_name == "Storage")[len("file:") :])
-    return sorted(snapshot.glob("mv_bucket=*/*-driver.snappy.parquet"))
+    return sorted([*snapshot.glob("mv_bucket=*/*.parquet"), *snapshot.glob("*.parquet")])
 
 
 @pytest.mark.parametrize(
@@ -127,4 +133,55 @@ def test_a_change_too_large_for_the_driver_is_merged_by_spark(
     spark.sql("DELETE FROM typed WHERE id % 37 = 2")
     assert spark.sql("REFRESH MATERIALIZED VIEW v").collect()[0].mode == "INCREMENTAL"
     assert not driver_files(spark, "v"), "the merge should have been written by Spark"
+    assert_view_matches_query(spark, "v")
+
+
+@pytest.mark.parametrize(
+    ("query", "policy"),
+    [
+        ("SELECT * FROM typed WHERE num < 5", ""),
+        ("SELECT DISTINCT flag, tiny, name, raw, day, moment, local FROM typed", ""),
+        (
+            "SELECT name, day, count(*) AS n, sum(wide) AS w, avg(price) AS p, min(moment) AS m"
+            " FROM typed GROUP BY name, day HAVING count(*) > 1",
+            "",
+        ),
+        ("SELECT * FROM typed WHERE num < 5", " REFRESH FULL"),  # not bucketed
+        ("SELECT * FROM typed WHERE num > 100", ""),  # no rows
+    ],
+    ids=["rows", "distinct", "aggregate-having", "unbucketed", "empty"],
+)
+def test_a_full_refresh_of_a_small_view_is_written_by_the_driver(
+    spark: SparkSession, db: str, query: str, policy: str
+) -> None:
+    """One job computes the rows (and their buckets) and the driver writes them: no shuffle
+    by bucket, no second job, no commit protocol. Every type comes back unchanged, and the
+    view can be refreshed incrementally afterwards (the buckets are Spark's)."""
+    spark.sql(f"CREATE TABLE typed ({TYPED_COLUMNS}) USING parquet")
+    spark.sql(f"INSERT INTO typed {typed_rows(0, 300)}")
+    spark.sql(f"CREATE MATERIALIZED VIEW v{policy} AS {query}")
+    assert not driver_files(spark, "v"), "CREATE knows no earlier size: Spark writes"
+    spark.sql(f"INSERT INTO typed {typed_rows(300, 330)}")
+    assert spark.sql("REFRESH MATERIALIZED VIEW v FULL").collect()[0].mode == "FULL"
+    assert driver_files(spark, "v") == snapshot_files(spark, "v")
+    assert_view_matches_query(spark, "v")
+    described = spark.sql("DESCRIBE MATERIALIZED VIEW EXTENDED v").collect()
+    rows = next(r.data_type for r in described if r.col_name == "Row Count")
+    assert int(rows) == spark.sql(f"SELECT count(*) FROM ({query})").collect()[0][0]
+    spark.sql("DELETE FROM typed WHERE id % 37 = 2")
+    spark.sql(f"INSERT INTO typed {typed_rows(0, 20)}")
+    mode = spark.sql("REFRESH MATERIALIZED VIEW v").collect()[0].mode
+    assert mode == ("FULL" if policy else "INCREMENTAL")
+    assert_view_matches_query(spark, "v")
+
+
+def test_a_full_refresh_of_a_large_view_is_written_by_spark(
+    spark: SparkSession, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(materialize, "FULL_AT_DRIVER_MAX_ROWS", 5)
+    spark.sql(f"CREATE TABLE typed ({TYPED_COLUMNS}) USING parquet")
+    spark.sql(f"INSERT INTO typed {typed_rows(0, 300)}")
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT * FROM typed WHERE num < 5")
+    assert spark.sql("REFRESH MATERIALIZED VIEW v FULL").collect()[0].mode == "FULL"
+    assert not driver_files(spark, "v")
     assert_view_matches_query(spark, "v")

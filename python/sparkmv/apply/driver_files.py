@@ -66,10 +66,7 @@ def write_by_bucket(rows: pa.Table, directory: str) -> dict[int, int]:
     data = rows.drop_columns([BUCKET_COLUMN])
     for bucket in pc.unique(buckets).to_pylist():
         part = data.filter(pc.equal(buckets, bucket))
-        target = os.path.join(directory, f"{BUCKET_COLUMN}={bucket}")
-        os.makedirs(target, exist_ok=True)
-        name = f"part-{uuid.uuid4().hex}-driver.snappy.parquet"
-        pq.write_table(part, os.path.join(target, name), compression="snappy")
+        write_file(part, os.path.join(directory, f"{BUCKET_COLUMN}={bucket}"))
         written[int(bucket)] = part.num_rows
     return written
 
@@ -78,7 +75,12 @@ def write_empty_bucket(rows: pa.Table, directory: str) -> None:
     """Write one parquet file without rows, of ``rows``' columns but the bucket column, as
     bucket 0 of the local ``directory``: a snapshot with no file could not be read
     (``snapshot.keep_schema_readable``)."""
-    target = os.path.join(directory, f"{BUCKET_COLUMN}=0")
-    os.makedirs(target, exist_ok=True)
     empty = rows.drop_columns([BUCKET_COLUMN]).slice(0, 0)
-    pq.write_table(empty, os.path.join(target, f"part-{uuid.uuid4().hex}-driver.snappy.parquet"))
+    write_file(empty, os.path.join(directory, f"{BUCKET_COLUMN}=0"))
+
+
+def write_file(rows: pa.Table, directory: str) -> None:
+    """Write ``rows`` as one new snappy parquet file in the local ``directory``."""
+    os.makedirs(directory, exist_ok=True)
+    name = f"part-{uuid.uuid4().hex}-driver.snappy.parquet"
+    pq.write_table(rows, os.path.join(directory, name), compression="snappy")

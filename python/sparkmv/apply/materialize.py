@@ -18,8 +18,14 @@ from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 
+from sparkmv import fs
 from sparkmv.apply import snapshot
-from sparkmv.apply.incremental import AppliedChange, apply_change, relinked_snapshot
+from sparkmv.apply.incremental import (
+    DRIVER_WRITE_MAX_BYTES,
+    AppliedChange,
+    apply_change,
+    relinked_snapshot,
+)
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
@@ -44,12 +50,17 @@ def now_ms() -> int:
 
 
 def write_new_snapshot(
-    spark: SparkSession, root: str, data: DataFrame, layout: StorageLayout = PLAIN
+    spark: SparkSession,
+    root: str,
+    data: DataFrame,
+    layout: StorageLayout = PLAIN,
+    at_driver: bool = False,
 ) -> tuple[str, int]:
-    """Write ``data`` into a fresh snapshot under ``root``; return its path and row count."""
+    """Write ``data`` into a fresh snapshot under ``root``; return its path and row count
+    (``at_driver``: ``snapshot.write_snapshot``'s)."""
     path = snapshot.new_snapshot_path(root)
     try:
-        rows = snapshot.write_snapshot(data, path, layout)
+        rows = snapshot.write_snapshot(data, path, layout, at_driver)
     except BaseException:
         snapshot.remove_path(spark, path)
         raise
@@ -99,7 +110,7 @@ def full_refresh(
     this one; ``state``: writes other state of the view into the new snapshot before the
     commit, e.g. recursive CTEs' fixpoints)."""
     root = snapshot.storage_root(spark, view.name)
-    path, rows = write_new_snapshot(spark, root, data, layout)
+    path, rows = write_new_snapshot(spark, root, data, layout, _small(spark, view))
     if state is not None:
         try:
             state(path)
@@ -117,6 +128,22 @@ def full_refresh(
     )
     commit_snapshot(spark, catalog, view, updated, recorder)
     return updated
+
+
+FULL_AT_DRIVER_MAX_ROWS = 100_000
+"""A full refresh of a view that held at most this many rows (and ``DRIVER_WRITE_MAX_BYTES``
+of files) collects its new rows and writes them from the driver (``write_snapshot``'s
+``at_driver``)."""
+
+
+def _small(spark: SparkSession, view: MvMetadata) -> bool:
+    """Whether ``view``'s new rows are expected to be few: its last snapshot's were. A view
+    that grows past the driver's means in one refresh fails that refresh (Spark's
+    ``spark.driver.maxResultSize``), and nothing is committed."""
+    if view.row_count > FULL_AT_DRIVER_MAX_ROWS or not view.snapshot:
+        return False
+    stored = fs.data_files(spark, view.snapshot)
+    return sum(status.size for status in stored) <= DRIVER_WRITE_MAX_BYTES
 
 
 def incremental_refresh(

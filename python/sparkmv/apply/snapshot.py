@@ -29,11 +29,19 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkmv import frames, fs
+from sparkmv.apply.driver_files import (
+    carried_by_driver,
+    writable_directory,
+    write_by_bucket,
+    write_empty_bucket,
+    write_file,
+)
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.config import STORAGE_DIR_NAME
 from sparkmv.fs import list_names, qualified, remove, warehouse_path
@@ -92,29 +100,38 @@ def bucket_of(frame: DataFrame, columns: Sequence[str], buckets: int) -> Column:
     return F.expr(bucket_sql(frame.schema, columns, buckets))
 
 
-def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) -> int:
+def write_snapshot(
+    data: DataFrame, path: str, layout: StorageLayout = PLAIN, at_driver: bool = False
+) -> int:
     """Write ``data`` as a new snapshot in ``layout``; return its number of stored rows.
 
     ``data`` holds the view's visible columns, in order, followed in a counted layout by
     the multiplicity. The count is observed while writing, so it costs no second job.
     Column metadata is dropped: Spark would otherwise persist markers such as an
     auto-generated alias into the files and then refuse a view over them.
+
+    ``at_driver``: the rows are expected to be few, so they are collected (one job, their
+    buckets computed by Spark) and written by the driver (``_written_at_driver``) when the
+    snapshot's file system and their types allow it; Spark's write would cost a shuffle by
+    bucket, a second job and its commit protocol.
     """
     visible = len(data.columns) - (1 if layout.counted else 0)
     names = storage_columns(visible) + ([COUNT_COLUMN] if layout.counted else [])
+    hashed = storage_columns(visible)
     if layout.grouped:  # already in storage columns; the groups are bucketed by their keys
         names = data.columns
-        visible = len(data.columns)
+        hashed = [name for name in names if name.startswith(GROUP_KEY_PREFIX)]
     # Renamed by position first: the query's own names may repeat (``SELECT a.i, b.i``).
     positional = data.toDF(*names)
     stored = positional.select(*(positional[n].alias(n, metadata={}) for n in names))
+    if at_driver:
+        written = _written_at_driver(stored, path, layout, hashed)
+        if written is not None:
+            return written
     visible_rows = f"sum(CAST({quote_identifier(VISIBLE_COLUMN)} AS BIGINT))"
     shown = visible_rows if layout.grouped else "count(1)"
     frame, rows = observe(stored, "sparkmv_snapshot", {"rows": f"coalesce({shown}, 0)"})
     if layout.buckets:
-        hashed = storage_columns(visible)
-        if layout.grouped:
-            hashed = [name for name in names if name.startswith(GROUP_KEY_PREFIX)]
         bucket = bucket_of(frame, hashed, layout.buckets)
         frame = frame.withColumn(BUCKET_COLUMN, bucket).repartition(BUCKET_COLUMN)
         frame.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(path)
@@ -124,6 +141,34 @@ def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) ->
     if layout.buckets:
         keep_schema_readable(data.sparkSession, stored.schema, path)
     return written
+
+
+def _written_at_driver(
+    stored: DataFrame, path: str, layout: StorageLayout, hashed: list[str]
+) -> int | None:
+    """Write ``stored`` (storage columns) into the snapshot ``path`` from the driver: the
+    rows and each one's bucket (``bucket_sql`` of ``hashed``, by Spark, as its write would
+    compute it) collected as Arrow, then one file per bucket (``write_by_bucket``), or one
+    file for an unbucketed layout. Returns the rows the view shows (a grouped layout's
+    visible groups), or None, nothing written, when the driver cannot write ``path`` or
+    the rows' types do not survive the trip (``carried_by_driver``)."""
+    directory = writable_directory(stored.sparkSession, path)
+    if directory is None or not carried_by_driver(stored.schema):
+        return None
+    call_site = "sparkmv: the view's rows"
+    if layout.buckets:
+        bucket = bucket_sql(stored.schema, hashed, layout.buckets)
+        rows = frames.collect_arrow(
+            frames.select(stored, ["*", f"{bucket} AS {BUCKET_COLUMN}"]), call_site
+        )
+        if not write_by_bucket(rows, directory):  # as ``keep_schema_readable``
+            write_empty_bucket(rows, directory)
+    else:
+        rows = frames.collect_arrow(stored, call_site)
+        write_file(rows, directory)
+    if layout.grouped:
+        return int(pc.sum(pc.cast(rows.column(VISIBLE_COLUMN), "int64")).as_py() or 0)
+    return int(rows.num_rows)
 
 
 def keep_schema_readable(spark: SparkSession, schema: T.StructType, path: str) -> None:

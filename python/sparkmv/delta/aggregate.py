@@ -6,7 +6,8 @@ follows (Hanson §3.6; Blakeley §5.2's counters; the lecture notes' ``SUM … G
 - ``mv_count = Σ w``: the group's ``COUNT(*)``; a group exists while it is positive;
 - ``COUNT(x)``: ``mv_n_i = Σ w·[x IS NOT NULL]``;
 - ``SUM(x)``, ``AVG(x)``: ``mv_n_i`` and ``mv_s_i = Σ w·x`` (``SUM`` is NULL while
-  ``mv_n_i = 0``; ``AVG = mv_s_i / mv_n_i`` with Spark's result type);
+  ``mv_n_i = 0``; ``AVG = mv_s_i / mv_n_i`` with Spark's result type, a decimal one rounded
+  once as Spark's ``Average`` rounds it, ``decimal_average_sql``);
 - ``MIN(x)``, ``MAX(x)``: ``mv_x_i``, the extreme over the rows present;
 - ``COUNT(DISTINCT x)``, ``SUM(DISTINCT x)``, ``AVG(DISTINCT x)``: ``mv_n_i``, the number of
   distinct non-null values, and ``mv_s_i``, their sum; beside the group, a *value counter*
@@ -211,6 +212,7 @@ def _types_found(node: Aggregate, probe: T.DataType, ansi: bool) -> ResultTypes:
     for index in _summed(node):
         _check_summable(node.calls[index], found[0], ansi)
         sums[index], found = found[1], found[2:]
+        _check_averaged(node.calls[index], sums[index], calls[index])
     return ResultTypes(tuple(calls), tuple(sums), tuple(found))
 
 
@@ -234,6 +236,22 @@ def _check_summable(call: AggregateCall, argument: T.DataType, ansi: bool) -> No
             f"{call.function.upper()} over {argument.simpleString()} (decimal sums are"
             f" maintained up to precision {MAX_SUMMED_PRECISION}, or with a scale up to"
             f" {MAX_WIDE_SUMMED_SCALE} in ANSI mode)"
+        )
+
+
+def _check_averaged(call: AggregateCall, sum_type: T.DataType | None, result: T.DataType) -> None:
+    """An ``AVG`` of decimals is maintained when its kept sum gives Spark's value exactly
+    (``decimal_average_exact``)."""
+    if (
+        call.function == "avg"
+        and isinstance(sum_type, T.DecimalType)
+        and isinstance(result, T.DecimalType)
+        and not decimal_average_exact(sum_type, result)
+    ):
+        raise NotMaintainableError(
+            f"AVG with a sum of {sum_type.simpleString()} (Spark's average, of scale"
+            f" {result.scale}, cannot be divided out of a kept sum of more than"
+            f" {38 - result.scale} integral digits as Spark rounds it)"
         )
 
 
@@ -382,15 +400,47 @@ def call_values_sql(node: Aggregate, types: ResultTypes) -> list[str]:
 
 def _sum_or_avg(call: AggregateCall, index: int, types: ResultTypes) -> str:
     """``SUM = s`` and ``AVG = s / n`` (Spark's ``Average``: a decimal sum divided by the count
-    as DECIMAL(20, 0), else both as DOUBLE), NULL while no value is counted."""
+    as ``decimal_average_sql`` does, else both as DOUBLE), NULL while no value is counted."""
     n, s = _q(count_column(index)), _q(sum_column(index))
+    sum_type, result = types.sums[index], types.calls[index]
     if call.function == "sum":
         value = s
-    elif isinstance(types.sums[index], T.DecimalType):
-        value = f"{s} / CAST({n} AS DECIMAL(20,0))"
+    elif isinstance(sum_type, T.DecimalType) and isinstance(result, T.DecimalType):
+        value = decimal_average_sql(s, n, sum_type, result)
     else:
         value = f"CAST({s} AS DOUBLE) / CAST({n} AS DOUBLE)"
     return f"CASE WHEN {n} > 0 THEN {value} END"
+
+
+def decimal_average_sql(s: str, n: str, sum_type: T.DecimalType, result: T.DecimalType) -> str:
+    """Spark's ``Average`` of a decimal sum ``s`` (``sum_type``) over a count ``n`` (SQL
+    operands), with the value Spark gives it: the quotient rounded to the ``MathContext`` of
+    Spark's ``Decimal`` division, then half up to ``result``'s scale ``r``, once.
+
+    A plain ``s / CAST(n AS DECIMAL(20, 0))`` rounds half up to the scale Spark's
+    ``DecimalPrecision`` gives that division, ``max(38 − (p_s − s_s), 6)`` when its exact
+    precision passes 38 (always, here), which is not ``r``: below it (``p_s − s_s > 38 − r``,
+    a sum of DECIMAL(p > 24)) digits are lost, above it the value is rounded twice. So the
+    sum is first declared ``DECIMAL(38 − r + s_s, s_s)`` (the same value: it has at most
+    ``38 − r`` integral digits, ``decimal_average_exact``), which makes that scale ``r``
+    when ``r ≥ 6``. Below 6 the division's scale is never ``r``: the count is scaled by
+    ``10^k``, ``k = 6 − r`` (the quotient rounded to 6 decimals is ``q`` rounded to ``r``,
+    shifted), and the quotient shifted back, exactly."""
+    r, k = result.scale, max(6 - result.scale, 0)
+    if k == 0:
+        return (
+            f"CAST({s} AS DECIMAL({38 - r + sum_type.scale}, {sum_type.scale}))"
+            f" / CAST({n} AS DECIMAL(20, 0))"
+        )
+    shift = f"CAST({10**k} AS DECIMAL({k + 1}, 0))"
+    count = f"CAST(CAST({n} AS DECIMAL(20, 0)) * {shift} AS DECIMAL({20 + k}, 0))"
+    return f"(CAST({s} AS DECIMAL(38, {sum_type.scale})) / {count}) * {shift}"
+
+
+def decimal_average_exact(sum_type: T.DecimalType, result: T.DecimalType) -> bool:
+    """Whether ``decimal_average_sql`` holds every sum of ``sum_type``: its integral digits
+    fit the declared ``DECIMAL(38 − r + s_s, s_s)`` (a scale ``r`` of at least 6)."""
+    return result.scale < 6 or sum_type.precision - sum_type.scale <= 38 - result.scale
 
 
 def finalized_sql(node: Aggregate, state: str, types: ResultTypes, weight: int = 1) -> str:
