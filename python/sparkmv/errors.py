@@ -97,6 +97,13 @@ class ErrorClass(Enum):
         "Refresh it with REFRESH MATERIALIZED VIEW {name} [FULL], and use the refresh policy "
         "AUTO (the default) or FULL for it.",
     )
+    MATERIALIZED_VIEW_AVERAGE_OUT_OF_RANGE = ErrorSpec(
+        "22003",
+        "A materialized view keeps the sum behind each AVG of decimals, and a group's sum has "
+        "more than {digits} integral digits: Spark's average cannot be derived from it exactly. "
+        "Nothing was committed; give the view the FULL refresh policy (ALTER MATERIALIZED VIEW "
+        "... SET REFRESH FULL), which runs its query instead.",
+    )
     MATERIALIZED_VIEW_UNSUPPORTED_FEATURE = ErrorSpec(
         "0A000",
         "{feature} is not supported yet. {hint}",

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import assert_view_matches_query, session_confs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
+from sparkmv import frames
 from sparkmv.apply import incremental, materialize
 from sparkmv.config import STORAGE_BUCKETS_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 
@@ -182,6 +185,27 @@ def test_a_full_refresh_of_a_large_view_is_written_by_spark(
     spark.sql(f"CREATE TABLE typed ({TYPED_COLUMNS}) USING parquet")
     spark.sql(f"INSERT INTO typed {typed_rows(0, 300)}")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT * FROM typed WHERE num < 5")
+    assert spark.sql("REFRESH MATERIALIZED VIEW v FULL").collect()[0].mode == "FULL"
+    assert not driver_files(spark, "v")
+    assert_view_matches_query(spark, "v")
+
+
+def test_rows_the_driver_cannot_collect_are_written_by_spark(
+    spark: SparkSession, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A view that grew past what the driver takes (``spark.driver.maxResultSize``) since
+    its last refresh: the failed collect is not the refresh's failure."""
+    collect = frames.collect_arrow
+
+    def refused(frame: Any, call_site: str) -> Any:
+        if call_site == "sparkmv: the view's rows":
+            raise PySparkRuntimeError("TOO_LARGE", {})  # as the job's abort
+        return collect(frame, call_site)
+
+    spark.sql(f"CREATE TABLE typed ({TYPED_COLUMNS}) USING parquet")
+    spark.sql(f"INSERT INTO typed {typed_rows(0, 300)}")
+    spark.sql("CREATE MATERIALIZED VIEW v AS SELECT * FROM typed WHERE num < 5")
+    monkeypatch.setattr(frames, "collect_arrow", refused)
     assert spark.sql("REFRESH MATERIALIZED VIEW v FULL").collect()[0].mode == "FULL"
     assert not driver_files(spark, "v")
     assert_view_matches_query(spark, "v")

@@ -137,9 +137,8 @@ of files) collects its new rows and writes them from the driver (``write_snapsho
 
 
 def _small(spark: SparkSession, view: MvMetadata) -> bool:
-    """Whether ``view``'s new rows are expected to be few: its last snapshot's were. A view
-    that grows past the driver's means in one refresh fails that refresh (Spark's
-    ``spark.driver.maxResultSize``), and nothing is committed."""
+    """Whether ``view``'s new rows are expected to be few: its last snapshot's were (a view
+    that grew past what the driver takes is written by Spark after all)."""
     if view.row_count > FULL_AT_DRIVER_MAX_ROWS or not view.snapshot:
         return False
     stored = fs.data_files(spark, view.snapshot)

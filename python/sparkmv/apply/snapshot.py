@@ -30,6 +30,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 
 import pyarrow.compute as pc
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -151,21 +153,23 @@ def _written_at_driver(
     compute it) collected as Arrow, then one file per bucket (``write_by_bucket``), or one
     file for an unbucketed layout. Returns the rows the view shows (a grouped layout's
     visible groups), or None, nothing written, when the driver cannot write ``path`` or
-    the rows' types do not survive the trip (``carried_by_driver``)."""
+    the rows' types do not survive the trip (``carried_by_driver``), or when collecting
+    them fails: a view that grew past what the driver takes is then written by Spark."""
     directory = writable_directory(stored.sparkSession, path)
     if directory is None or not carried_by_driver(stored.schema):
         return None
-    call_site = "sparkmv: the view's rows"
+    collected = stored
     if layout.buckets:
         bucket = bucket_sql(stored.schema, hashed, layout.buckets)
-        rows = frames.collect_arrow(
-            frames.select(stored, ["*", f"{bucket} AS {BUCKET_COLUMN}"]), call_site
-        )
-        if not write_by_bucket(rows, directory):  # as ``keep_schema_readable``
-            write_empty_bucket(rows, directory)
-    else:
-        rows = frames.collect_arrow(stored, call_site)
+        collected = frames.select(stored, ["*", f"{bucket} AS {BUCKET_COLUMN}"])
+    try:
+        rows = frames.collect_arrow(collected, "sparkmv: the view's rows")
+    except (PySparkException, Py4JError):  # say, past ``spark.driver.maxResultSize``
+        return None  # Spark writes them (a query that fails fails there again)
+    if not layout.buckets:
         write_file(rows, directory)
+    elif not write_by_bucket(rows, directory):  # as ``keep_schema_readable``
+        write_empty_bucket(rows, directory)
     if layout.grouped:
         return int(pc.sum(pc.cast(rows.column(VISIBLE_COLUMN), "int64")).as_py() or 0)
     return int(rows.num_rows)

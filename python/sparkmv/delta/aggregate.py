@@ -53,7 +53,9 @@ from sparkmv.delta.engine import (
     sql_expression,
 )
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_from
+from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.parse.statements import quote_identifier as _q
+from sparkmv.parse.statements import sql_string
 from sparkmv.stored_columns import COUNT_COLUMN, GROUP_KEY_PREFIX
 from sparkmv.zset import WEIGHT
 
@@ -212,7 +214,6 @@ def _types_found(node: Aggregate, probe: T.DataType, ansi: bool) -> ResultTypes:
     for index in _summed(node):
         _check_summable(node.calls[index], found[0], ansi)
         sums[index], found = found[1], found[2:]
-        _check_averaged(node.calls[index], sums[index], calls[index])
     return ResultTypes(tuple(calls), tuple(sums), tuple(found))
 
 
@@ -236,22 +237,6 @@ def _check_summable(call: AggregateCall, argument: T.DataType, ansi: bool) -> No
             f"{call.function.upper()} over {argument.simpleString()} (decimal sums are"
             f" maintained up to precision {MAX_SUMMED_PRECISION}, or with a scale up to"
             f" {MAX_WIDE_SUMMED_SCALE} in ANSI mode)"
-        )
-
-
-def _check_averaged(call: AggregateCall, sum_type: T.DataType | None, result: T.DataType) -> None:
-    """An ``AVG`` of decimals is maintained when its kept sum gives Spark's value exactly
-    (``decimal_average_exact``)."""
-    if (
-        call.function == "avg"
-        and isinstance(sum_type, T.DecimalType)
-        and isinstance(result, T.DecimalType)
-        and not decimal_average_exact(sum_type, result)
-    ):
-        raise NotMaintainableError(
-            f"AVG with a sum of {sum_type.simpleString()} (Spark's average, of scale"
-            f" {result.scale}, cannot be divided out of a kept sum of more than"
-            f" {38 - result.scale} integral digits as Spark rounds it)"
         )
 
 
@@ -421,26 +406,27 @@ def decimal_average_sql(s: str, n: str, sum_type: T.DecimalType, result: T.Decim
     ``DecimalPrecision`` gives that division, ``max(38 − (p_s − s_s), 6)`` when its exact
     precision passes 38 (always, here), which is not ``r``: below it (``p_s − s_s > 38 − r``,
     a sum of DECIMAL(p > 24)) digits are lost, above it the value is rounded twice. So the
-    sum is first declared ``DECIMAL(38 − r + s_s, s_s)`` (the same value: it has at most
-    ``38 − r`` integral digits, ``decimal_average_exact``), which makes that scale ``r``
-    when ``r ≥ 6``. Below 6 the division's scale is never ``r``: the count is scaled by
-    ``10^k``, ``k = 6 − r`` (the quotient rounded to 6 decimals is ``q`` rounded to ``r``,
-    shifted), and the quotient shifted back, exactly."""
-    r, k = result.scale, max(6 - result.scale, 0)
-    if k == 0:
-        return (
-            f"CAST({s} AS DECIMAL({38 - r + sum_type.scale}, {sum_type.scale}))"
-            f" / CAST({n} AS DECIMAL(20, 0))"
-        )
-    shift = f"CAST({10**k} AS DECIMAL({k + 1}, 0))"
-    count = f"CAST(CAST({n} AS DECIMAL(20, 0)) * {shift} AS DECIMAL({20 + k}, 0))"
-    return f"(CAST({s} AS DECIMAL(38, {sum_type.scale})) / {count}) * {shift}"
-
-
-def decimal_average_exact(sum_type: T.DecimalType, result: T.DecimalType) -> bool:
-    """Whether ``decimal_average_sql`` holds every sum of ``sum_type``: its integral digits
-    fit the declared ``DECIMAL(38 − r + s_s, s_s)`` (a scale ``r`` of at least 6)."""
-    return result.scale < 6 or sum_type.precision - sum_type.scale <= 38 - result.scale
+    sum is first declared ``DECIMAL(38 − r + s_s, s_s)`` (the same value), which makes that
+    scale ``r`` when ``r ≥ 6``. A sum with more than ``38 − r`` integral digits does not fit
+    that type, and no division of it rounds as Spark does: such a group fails the statement
+    with ``MATERIALIZED_VIEW_AVERAGE_OUT_OF_RANGE`` instead of showing another value (a sum of a
+    DECIMAL(32, 4) product would need 10^30). Below 6 the division's scale is never ``r``:
+    the count is scaled by ``10^k``, ``k = 6 − r`` (the quotient rounded to 6 decimals is
+    ``q`` rounded to ``r``, shifted), and the quotient shifted back, exactly."""
+    r, k, scale = result.scale, max(6 - result.scale, 0), sum_type.scale
+    if k:
+        shift = f"CAST({10**k} AS DECIMAL({k + 1}, 0))"
+        count = f"CAST(CAST({n} AS DECIMAL(20, 0)) * {shift} AS DECIMAL({20 + k}, 0))"
+        return f"(CAST({s} AS DECIMAL(38, {scale})) / {count}) * {shift}"
+    integral = 38 - r
+    average = f"CAST({s} AS DECIMAL({integral + scale}, {scale})) / CAST({n} AS DECIMAL(20, 0))"
+    if sum_type.precision - scale <= integral:
+        return average
+    bound = f"CAST(1{'0' * integral} AS {sum_type.simpleString()})"
+    refused = sql_string(
+        str(SparkMvError(ErrorClass.MATERIALIZED_VIEW_AVERAGE_OUT_OF_RANGE, digits=integral))
+    )
+    return f"CASE WHEN abs({s}) < {bound} THEN {average} ELSE raise_error({refused}) END"
 
 
 def finalized_sql(node: Aggregate, state: str, types: ResultTypes, weight: int = 1) -> str:
