@@ -561,6 +561,10 @@ AGGREGATES: dict[Kind, tuple[str, ...]] = {
         "SUM(DISTINCT CAST({x} AS DECIMAL(6,2)))",
         "SUM(CAST({x} AS DECIMAL(6,2)) / 4)",
         "AVG(CAST({x} AS DECIMAL(6,2)))",
+        # averages a plain division of the kept sum would round otherwise (a scale of 4; a
+        # sum of 33 integral digits): ``delta/aggregate.decimal_average_sql``
+        "AVG(CAST({x} AS DECIMAL(12,0)))",
+        "AVG(CAST({x} AS DECIMAL(25,4)) * 3)",
     ),
     "str": ("COUNT({x})", "MIN({x})", "MAX({x})", "COUNT(DISTINCT {x})"),
 }
