@@ -138,8 +138,11 @@ of files) collects its new rows and writes them from the driver (``write_snapsho
 
 def _small(spark: SparkSession, view: MvMetadata) -> bool:
     """Whether ``view``'s new rows are expected to be few: its last snapshot's were (a view
-    that grew past what the driver takes is written by Spark after all)."""
+    that grew past what the driver takes is written by Spark after all). The driver writes
+    local files only (``driver_files.writable_directory``)."""
     if view.row_count > FULL_AT_DRIVER_MAX_ROWS or not view.snapshot:
+        return False
+    if fs.os_path(spark, view.snapshot) is None:
         return False
     stored = fs.data_files(spark, view.snapshot)
     return sum(status.size for status in stored) <= DRIVER_WRITE_MAX_BYTES
