@@ -151,12 +151,17 @@ def require(missing: str | None) -> None:
 
 
 def connect_client_missing() -> str | None:
-    from pyspark.sql.connect.utils import check_dependencies
-
+    hint = "pip install -e 'python[server]'"
     try:
+        # importing pyspark.sql.connect checks its packages too; where the main module is no
+        # script (pytest-xdist's workers) a failed check exits instead of raising
+        from pyspark.sql.connect.utils import check_dependencies
+
         check_dependencies()
     except ImportError as error:
-        return f"the Spark Connect client cannot run ({error}): pip install -e 'python[server]'"
+        return f"the Spark Connect client cannot run ({error}): {hint}"
+    except SystemExit:
+        return f"the Spark Connect client's packages are missing (pandas, pyarrow, grpc): {hint}"
     return None
 
 
