@@ -27,6 +27,10 @@ Semi-join, the rows of ``L`` with a match in ``R``, each with its multiplicity i
 
 Anti-join: ``L ▷_c R = L ⊎ −(L ⋉_c R)`` (``antijoin``), exact since ``L ⋉ R ⊆ L`` as bags.
 
+Both keep, beside the expansion, what they compute (``ir.SemiJoinOf``: ``native``), so that
+their values are Spark's own semi- and anti-joins (``delta/semijoin.py``); their changes are
+the expansion's.
+
 Outer joins (``outer_join``): ``L ⟕_c R = (L ⋈_c R) ⊎ π_{L, NULL…}(L ▷_c R)``; a right one
 mirrors it and a full one adds both paddings. A row of ``L`` gets its padded twin when its
 last match leaves and loses it when its first match arrives, as the counters of ``D`` (or
@@ -71,6 +75,7 @@ from sparkmv.analyze.ir import (
     Negate,
     Node,
     Project,
+    SemiJoinOf,
     UnionAll,
 )
 
@@ -208,24 +213,27 @@ def rows_of(node: Node, joined: Node, fresh: Fresh) -> Project:
     return Project(joined, columns, _fresh_names(fresh, len(columns)))
 
 
-def semijoin(left: Node, right: Node, conjuncts: Sequence[exp.Expr], fresh: Fresh) -> Node:
+def semijoin(left: Node, right: Node, conjuncts: Sequence[exp.Expr], fresh: Fresh) -> Project:
     """``L ⋉_c R``: the rows of ``left`` that ``conjuncts`` match with a row of ``right``, each
     with its multiplicity (module docstring); ``left``'s columns, renamed."""
     found = correlation(conjuncts, left, right)
     source = filtered(right, found.right)
     if found.mixed:
-        return _probed_semijoin(left, source, found, fresh)
-    keys: tuple[exp.Expr, ...] = tuple(pair.right for pair in found.pairs) or (exp.true(),)
-    distinct_keys = Distinct(Project(source, keys, _fresh_names(fresh, len(keys))))
-    matches = [
-        equal(pair.left, column(key), pair.null_safe)
-        for pair, key in zip(found.pairs, distinct_keys.outputs, strict=False)
-    ]
-    joined = Join((left, distinct_keys), conjunction([*found.left, *matches]))
-    return rows_of(left, joined, fresh)
+        expansion = _probed_semijoin(left, source, found, fresh)
+    else:
+        keys: tuple[exp.Expr, ...] = tuple(pair.right for pair in found.pairs) or (exp.true(),)
+        distinct_keys = Distinct(Project(source, keys, _fresh_names(fresh, len(keys))))
+        matches = [
+            equal(pair.left, column(key), pair.null_safe)
+            for pair, key in zip(found.pairs, distinct_keys.outputs, strict=False)
+        ]
+        joined = Join((left, distinct_keys), conjunction([*found.left, *matches]))
+        expansion = rows_of(left, joined, fresh)
+    native = SemiJoinOf(left, right, conjunction(conjuncts) or exp.true(), anti=False)
+    return Project(expansion.child, expansion.expressions, expansion.outputs, native)
 
 
-def _probed_semijoin(left: Node, source: Node, found: Correlation, fresh: Fresh) -> Node:
+def _probed_semijoin(left: Node, source: Node, found: Correlation, fresh: Fresh) -> Project:
     """``L ⋉_c R`` for a correlation with a mixed conjunct, through ``M`` (module docstring)."""
     probe, probes = probe_of(left, found, fresh)
     across = [renamed(c, dict(zip(probes, probe.outputs, strict=True))) for c in found.across()]
@@ -256,7 +264,9 @@ def difference(whole: Node, part: Node, fresh: Fresh) -> UnionAll:
 def antijoin(left: Node, right: Node, conjuncts: Sequence[exp.Expr], fresh: Fresh) -> UnionAll:
     """``L ▷_c R = L ⊎ −(L ⋉_c R)``: the rows of ``left`` without a match; its columns,
     renamed."""
-    return difference(left, semijoin(left, right, conjuncts, fresh), fresh)
+    expansion = difference(left, semijoin(left, right, conjuncts, fresh), fresh)
+    native = SemiJoinOf(left, right, conjunction(conjuncts) or exp.true(), anti=True)
+    return UnionAll(expansion.children, expansion.outputs, native)
 
 
 def padded(rows: Node, before: int, after: int, fresh: Fresh) -> Project:

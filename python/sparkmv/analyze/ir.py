@@ -48,11 +48,25 @@ class Filter:
         return self.child.outputs
 
 
+@dataclass(frozen=True)
+class SemiJoinOf:
+    """What a node ``decorrelate`` built computes, said plainly (the node's ``native``):
+    ``left ⋉_condition right``, or with ``anti`` ``left ▷_condition right``. The node is the
+    expansion the delta rules maintain; its *value* is Spark's own semi- or anti-join of the
+    two inputs' values (``delta/semijoin.py``), which counts no keys of ``right``."""
+
+    left: Node
+    right: Node
+    condition: exp.Expr
+    anti: bool
+
+
 @dataclass(frozen=True, eq=False)
 class Project:
     child: Node
     expressions: tuple[exp.Expr, ...]
     outputs: tuple[str, ...]
+    native: SemiJoinOf | None = None  # a semi-join's expansion (``decorrelate.semijoin``)
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,6 +82,7 @@ class Distinct:
 class UnionAll:
     children: tuple[Node, ...]
     outputs: tuple[str, ...]
+    native: SemiJoinOf | None = None  # an anti-join's expansion (``decorrelate.antijoin``)
 
 
 AGGREGATE_FUNCTIONS: dict[type[exp.Expr], str] = {

@@ -10,6 +10,7 @@ from __future__ import annotations
 from sparkmv.analyze.relational import Project
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation
+from sparkmv.delta.semijoin import native_value
 from sparkmv.parse.statements import quote_identifier
 
 
@@ -22,6 +23,9 @@ def project(node: Project, zset: Relation, engine: DeltaEngine) -> Relation:
 
 
 def evaluate(node: Project, version: Version, engine: DeltaEngine) -> Relation:
+    native = native_value(node, version, engine)  # a semi-join's, by Spark's own
+    if native is not None:
+        return native
     return project(node, engine.value(node.child, version), engine)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from sparkmv.analyze.ir import Negate, Node, UnionAll
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
 from sparkmv.delta.relation import Relation, consolidated_sql, renamed_sql
+from sparkmv.delta.semijoin import native_value
 
 
 def union_all(node: UnionAll, parts: list[tuple[Node, Relation]], engine: DeltaEngine) -> Relation:
@@ -25,6 +26,9 @@ def union_all(node: UnionAll, parts: list[tuple[Node, Relation]], engine: DeltaE
 
 
 def evaluate(node: UnionAll, version: Version, engine: DeltaEngine) -> Relation:
+    native = native_value(node, version, engine)  # an anti-join's, by Spark's own
+    if native is not None:
+        return native
     value = union_all(node, [(c, engine.value(c, version)) for c in node.children], engine)
     if version is Version.NEW and any(isinstance(c, Negate) for c in node.children):
         return engine.query(consolidated_sql(value, list(node.outputs)))
