@@ -61,9 +61,15 @@ def zset(frame: DataFrame) -> Counter[tuple[object, ...]]:
 
 
 def answer(spark: SparkSession, query: str, l_rows: list, r_rows: list) -> Counter:
+    """Spark's answer to ``query`` over ``l_rows`` and ``r_rows``, read as temporary views
+    ``l`` and ``r``, dropped after (they would shadow other tests' tables of those names)."""
     spark.createDataFrame(l_rows, ROW).createOrReplaceTempView("l")
     spark.createDataFrame(r_rows, "k INT, b INT").createOrReplaceTempView("r")
-    return Counter(tuple(row) for row in spark.sql(query).collect())
+    try:
+        return Counter(tuple(row) for row in spark.sql(query).collect())
+    finally:
+        spark.catalog.dropTempView("l")
+        spark.catalog.dropTempView("r")
 
 
 def change(spark: SparkSession, old: list, new: list, schema: str) -> DataFrame:
