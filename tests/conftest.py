@@ -168,6 +168,15 @@ def zset_counter(zset: DataFrame) -> Counter[tuple[object, ...]]:
     return Counter({tuple(row[:-1]): int(row[WEIGHT]) for row in zset.collect()})
 
 
+def zset_weights(zset: DataFrame) -> Counter[tuple[object, ...]]:
+    """A Z-set DataFrame, consolidated or not, as {row: net weight}: equal rows' weights
+    summed, rows whose weights cancel left out."""
+    counts: Counter[tuple[object, ...]] = Counter()
+    for row in zset.collect():
+        counts[tuple(row[c] for c in zset.columns if c != WEIGHT)] += row[WEIGHT]
+    return Counter({row: weight for row, weight in counts.items() if weight})
+
+
 def z_difference(
     new: Counter[tuple[object, ...]], old: Counter[tuple[object, ...]]
 ) -> Counter[tuple[object, ...]]:

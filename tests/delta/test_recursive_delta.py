@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 import sqlglot
-from conftest import assert_view_matches_query, session_confs, view_description
+from conftest import assert_view_matches_query, session_confs, view_description, zset_weights
 from pyspark.sql import DataFrame, SparkSession
 from sparkmv import fs
 from sparkmv.analyze.relational import Recursive, RelationalBuilder, walk
@@ -43,13 +43,6 @@ def recursive_node(query: str = QUERY) -> Recursive:
     return next(node for node in walk(root) if isinstance(node, Recursive))
 
 
-def zset(frame: DataFrame) -> Counter[tuple[object, ...]]:
-    counts: Counter[tuple[object, ...]] = Counter()
-    for row in frame.collect():
-        counts[tuple(row[c] for c in frame.columns if c != WEIGHT)] += row[WEIGHT]
-    return Counter({row: weight for row, weight in counts.items() if weight})
-
-
 def fixpoint(spark: SparkSession, node: Recursive, tables: dict[str, BaseState]) -> DataFrame:
     with delta_engine(spark, tables) as engine:
         engine.evaluate(node, Version.NEW)
@@ -77,15 +70,16 @@ def test_stored_fixpoint_plus_change_is_the_new_fixpoint(spark: SparkSession, qu
     changed = {"db.e": BaseState(e_new, e_change), "db.w": BaseState(w_new, w_change)}
     with delta_engine(spark, changed) as engine:
         engine.fixpoints.stored[node.key] = old
-        change = zset(engine.delta(node))
+        change = zset_weights(engine.delta(node))
         engine.evaluate(node, Version.NEW)
-        maintained = zset(engine.fixpoints.computed[node.key])
-    fresh = zset(fixpoint(spark, node, {"db.e": BaseState(e_new), "db.w": BaseState(w_new)}))
+        maintained = zset_weights(engine.fixpoints.computed[node.key])
+    new_tables = {"db.e": BaseState(e_new), "db.w": BaseState(w_new)}
+    fresh = zset_weights(fixpoint(spark, node, new_tables))
     assert maintained == fresh
     # ΔR (without the level) is the difference of the CTE's values
     visible_old: Counter[tuple[object, ...]] = Counter()
     visible_new: Counter[tuple[object, ...]] = Counter()
-    for target, rows in ((visible_old, zset(old)), (visible_new, fresh)):
+    for target, rows in ((visible_old, zset_weights(old)), (visible_new, fresh)):
         for row, weight in rows.items():
             target[row[:-1]] += weight
     difference = Counter(visible_new)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 import sqlglot
-from conftest import spark_examples
+from conftest import spark_examples, z_difference, zset_weights
 from differential import NO_SHRINK
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -51,13 +51,6 @@ def root_of(query: str) -> Node:
     tree = qualify(sqlglot.parse_one(query, read="spark"), schema=SCHEMA, db="db", dialect="spark")
     root, _ = RelationalBuilder(TABLES).build(tree)
     return root
-
-
-def zset(frame: DataFrame) -> Counter[tuple[object, ...]]:
-    counts: Counter[tuple[object, ...]] = Counter()
-    for row in frame.collect():
-        counts[tuple(row[c] for c in frame.columns if c != WEIGHT)] += row[WEIGHT]
-    return Counter({row: weight for row, weight in counts.items() if weight})
 
 
 def answer(spark: SparkSession, query: str, l_rows: list, r_rows: list) -> Counter:
@@ -108,11 +101,9 @@ def test_values_and_changes_equal_the_query_before_and_after(
         ),
     }
     with delta_engine(spark, tables) as engine:
-        assert zset(engine.evaluate(root, Version.NEW)) == expected_new
-        assert zset(engine.evaluate(root, Version.OLD)) == expected_old
-        difference = Counter(expected_new)
-        difference.subtract(expected_old)
-        assert zset(engine.delta(root)) == {row: w for row, w in difference.items() if w}
+        assert zset_weights(engine.evaluate(root, Version.NEW)) == expected_new
+        assert zset_weights(engine.evaluate(root, Version.OLD)) == expected_old
+        assert zset_weights(engine.delta(root)) == z_difference(expected_new, expected_old)
 
 
 def test_every_semi_and_anti_join_value_is_a_spark_join(spark: SparkSession) -> None:

@@ -61,9 +61,11 @@ def _split(spec: SemiJoinOf) -> tuple[exp.Expr, exp.Expr | None]:
     """The condition's conjuncts over ``R``'s columns alone, which filter ``R`` before the
     join, and the rest, the join's condition (TRUE when none is left)."""
     outputs = set(spec.right.outputs)
-    conjuncts = split_conjuncts(spec.condition)
-    alone = [c for c in conjuncts if _read(c) and _read(c) <= outputs]
-    on = [c for c in conjuncts if not any(c is a for a in alone)]
+    on: list[exp.Expr] = []
+    alone: list[exp.Expr] = []
+    for conjunct in split_conjuncts(spec.condition):
+        read = _read(conjunct)
+        (alone if read and read <= outputs else on).append(conjunct)
     return conjunction(on) or exp.true(), conjunction(alone)
 
 
