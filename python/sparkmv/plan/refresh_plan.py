@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
@@ -84,11 +84,14 @@ class ViewQuery:
 @dataclass(frozen=True)
 class ChangedTable:
     """A base table whose log has versions ``(consumed_version, current_version]`` the view
-    has not consumed."""
+    has not consumed; ``logged_bytes``: what its log holds for them, as the view reads it
+    (``cost.logged_bytes``; None when not measured: a changelog's table, or a plan that
+    does not refresh incrementally)."""
 
     name: str
     consumed_version: int
     current_version: int
+    logged_bytes: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -166,10 +169,11 @@ def plan_refresh(
         return RefreshPlan(RefreshMode.INCREMENTAL, MAINTAINABLE, changed, query=query)
     sizes = table_bytes(bases)
     names = {table.name for table in changed}
+    changed = measured_changes(spark, maintainability, bases, changed)
     cost = estimate_cost(
         view,
         sum(sizes.values()),
-        change_bytes(spark, maintainability, bases, changed),
+        sum(table.logged_bytes or 0 for table in changed),
         joined_bytes(maintainability.root, sizes, names),
         steps_apart(maintainability.root, names),
         extra_joins(maintainability.root, sizes, names),
@@ -237,19 +241,24 @@ def changed_tables(view: MvMetadata, bases: list[BaseTable]) -> tuple[ChangedTab
     return tuple(changed)
 
 
-def change_bytes(
+def measured_changes(
     spark: SparkSession,
     maintainability: Maintainability,
     bases: list[BaseTable],
     changed: tuple[ChangedTable, ...],
-) -> int:
-    """The bytes an incremental refresh reads as its base tables' changes (``logged_bytes``
-    of each changed table, for the columns the view reads)."""
+) -> tuple[ChangedTable, ...]:
+    """``changed`` with the bytes an incremental refresh reads as each one's change
+    (``logged_bytes``, for the columns the view reads)."""
     assert maintainability.root is not None
     read = read_columns(maintainability.root)
     by_name = {base.name: base for base in bases}
-    return sum(
-        logged_bytes(spark, by_name[table.name], table.consumed_version, read.get(table.name))
+    return tuple(
+        replace(
+            table,
+            logged_bytes=logged_bytes(
+                spark, by_name[table.name], table.consumed_version, read.get(table.name)
+            ),
+        )
         for table in changed
     )
 
