@@ -100,6 +100,20 @@ def test_parquet_reads_are_united_in_one_round_trip(spark: SparkSession, tmp_pat
     assert trips.count == 2
 
 
+@pytest.mark.parametrize("count", [0, 1, 11, 1000], ids=lambda n: f"{n}-values")
+def test_where_in_keeps_the_rows_a_sql_in_list_keeps(spark: SparkSession, count: int) -> None:
+    """Below and above the length at which Spark's optimizer makes a hash set of an ``IN``
+    list (10), with negative values and duplicates among them."""
+    rows = spark.range(-500, 500).selectExpr("id", "xxhash64(id, CAST(id AS STRING)) AS h")
+    hashes = [row.h for row in rows.where("id % 7 = 0").limit(count).collect()]
+    values = [*hashes, *hashes[:3], -1]  # duplicates, and a value no row has
+    kept = frames.where_in(rows, "xxhash64(id, CAST(id AS STRING))", values)
+    listed = ", ".join(str(value) for value in values)
+    expected = rows.where(f"h IN ({listed})")
+    assert sorted(kept.collect()) == sorted(expected.collect())
+    assert kept.count() == len(hashes)
+
+
 def test_sql_in_resolves_names_in_the_database_and_switches_back(
     spark: SparkSession, db: str
 ) -> None:

@@ -97,6 +97,14 @@ def select(frame: DataFrame, items: Sequence[str], where: str | None = None) -> 
     return DataFrame(selected, spark)
 
 
+def where_in(frame: DataFrame, expression: str, values: Sequence[int]) -> DataFrame:
+    """``frame``'s rows whose ``expression`` (Spark SQL, a BIGINT) is one of ``values``:
+    ``WHERE expression IN (values…)``, built as the hash set Spark's optimizer makes of a
+    long ``IN`` list, without parsing and analyzing a literal per value."""
+    spark = frame.sparkSession
+    return DataFrame(bridge(spark).whereIn(frame._jdf, expression, json.dumps(list(values))), spark)
+
+
 def schema(frame: DataFrame) -> T.StructType:
     """``frame.schema``, in one round trip (PySpark's costs three the first time it is asked
     of a DataFrame, then none: prefer it for a DataFrame whose schema is asked again)."""

@@ -713,8 +713,7 @@ def _rows_hit(stored: DataFrame, staged: StagedChange, merge: Merge) -> DataFram
     semi-join with ΔV's keys."""
     hashed = key_hash_sql(merge.schema, merge.key_columns)  # a stored file's columns
     if staged.probes is not None and hashed is not None:
-        listed = ", ".join(str(probe) for probe in staged.probes)
-        return frames.select(stored, ["*"], where=f"{hashed} IN ({listed})")
+        return frames.where_in(stored, hashed, staged.probes)
     keys = merge.key_columns
     change = staged.frame.where(F.col(WEIGHT) < 0) if merge.bag else staged.frame
     probes = change.select(

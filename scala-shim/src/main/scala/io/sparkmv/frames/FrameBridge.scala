@@ -67,6 +67,16 @@ object FrameBridge {
     kept.selectExpr(strings(itemsJson): _*)
   }
 
+  /**
+   * `frame`'s rows whose `expressionSql` (a BIGINT) is one of the integers of the JSON array
+   * `valuesJson`: an `IN` list built as the hash set Spark's optimizer turns a long one into,
+   * so that its thousand literals are neither parsed nor analyzed (about 20-60 ms).
+   */
+  def whereIn(frame: DataFrame, expressionSql: String, valuesJson: String): DataFrame = {
+    val values: Set[Any] = json.readTree(valuesJson).elements().asScala.map(_.asLong(): Any).toSet
+    SparkInternals.whereInSet(frame, expressionSql, values)
+  }
+
   /** A new observation named `name`. */
   def observation(name: String): Observation = Observation(name)
 

@@ -2,7 +2,8 @@ package org.apache.spark.sql.sparkmv
 
 import org.apache.spark.security.SocketAuthServer
 import org.apache.spark.sql.{DataFrame, Observation, Row, SparkSession}
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.expressions.InSet
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.connector.catalog.{CatalogManager, CatalogPlugin}
 
@@ -31,6 +32,17 @@ object SparkInternals {
   def overAnalyzedPlan(frame: DataFrame): DataFrame = {
     val dataset = classicOf(frame)
     classic.Dataset.ofRows(dataset.sparkSession, dataset.logicalPlan)
+  }
+
+  /**
+   * `frame`'s rows for which the SQL expression `expressionSql` is one of `values` (of its
+   * type, as Catalyst holds them): `InSet`, which no SQL text spells.
+   */
+  def whereInSet(frame: DataFrame, expressionSql: String, values: Set[Any]): DataFrame = {
+    val dataset = classicOf(frame)
+    val session = dataset.sparkSession
+    val tested = session.sessionState.sqlParser.parseExpression(expressionSql)
+    classic.Dataset.ofRows(session, Filter(InSet(tested, values), dataset.logicalPlan))
   }
 
   /**
