@@ -56,7 +56,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import reduce
+from functools import cached_property, partial, reduce
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -167,7 +167,7 @@ def apply_change(
             if probed:
                 with job_step(spark, f"{step} find the rows ΔV replaces in {buckets(len(probed))}"):
                     hits = _mask_hits(spark, view, merge, staged, probed, mask, files, writer)
-            merged_at_driver = _merged_at_driver(merge, staged, hits, whole, path)
+            merged_at_driver = _merged_at_driver(spark, merge, staged, hits, whole, path)
             if merged_at_driver is not None:
                 observed = merged_at_driver
             else:
@@ -331,15 +331,23 @@ class StagedChange:
     many to list in a query. ``probed_buckets``: the buckets of those rows. ``appended``:
     in a bag of rows, when ΔV only inserts and is at the driver, its rows each ``weight``
     times, with their bucket: all the refresh has to store. ``table``: ΔV itself at the
-    driver (with its bucket), when it is merged through the driver."""
+    driver (with its bucket), when it is merged through the driver. ``read``: ΔV as a
+    DataFrame (``frame``)."""
 
-    frame: DataFrame
+    read: Callable[[], DataFrame]
     rows: dict[int, int]
     at_driver: bool = False
     probes: list[int] | None = None
     probed_buckets: frozenset[int] = frozenset()
     appended: pa.Table | None = None
     table: pa.Table | None = None
+
+    @cached_property
+    def frame(self) -> DataFrame:
+        """ΔV with its bucket as a DataFrame, made when first asked for (reading the files
+        it was staged in is a py4j call that lists them): a merge through the driver, with
+        its probes listed, never asks."""
+        return self.read()
 
 
 LOCAL_CHANGE_MAX_ROWS = 100_000
@@ -379,7 +387,8 @@ def _stage_change(
         collected = frames.select(change, ["*", bucket, key_hash])
         table = frames.collect_arrow(collected, "sparkmv: compute the view's change")
         rows, probes, probed = _staged_at_driver(table, merge, hashed is not None, local)
-        frame = _read_buckets(spark, staged_path, schema, sorted(rows)) if rows else change
+        read = partial(_read_buckets, spark, staged_path, schema, sorted(rows))
+        frame = read if rows else (lambda: change)
         if table.num_rows > LOCAL_CHANGE_MAX_ROWS:  # written here, but merged by Spark
             return StagedChange(frame, rows, probed_buckets=probed)
         appended = _copies(table) if merge.bag and not probed else None
@@ -388,9 +397,9 @@ def _stage_change(
     bucketed = frames.select(change, ["*", bucket])
     bucketed.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(staged_path)
     rows = _rows_per_bucket(fs.parquet_row_counts(spark, staged_path))
-    frame = frames.read_parquet(spark, schema, [staged_path]) if rows else change
+    written = frames.read_parquet(spark, schema, [staged_path]) if rows else change
     touched = {bucket: n for bucket, n in rows.items() if n}
-    return StagedChange(frame, touched, probed_buckets=frozenset(touched))
+    return StagedChange(lambda: written, touched, probed_buckets=frozenset(touched))
 
 
 def _staged_at_driver(
@@ -645,7 +654,12 @@ def _mask_hits(
 
 
 def _merged_at_driver(
-    merge: Merge, staged: StagedChange, hits: _Hits, whole: frozenset[int], path: str
+    spark: SparkSession,
+    merge: Merge,
+    staged: StagedChange,
+    hits: _Hits,
+    whole: frozenset[int],
+    path: str,
 ) -> dict[str, int] | None:
     """Merge ΔV with the stored rows it hits at the driver and write the rows to store
     there (``Merge.at_driver``), when both are at the driver and no bucket is rewritten
@@ -655,7 +669,7 @@ def _merged_at_driver(
         return None
     if hits.table is None and staged.probed_buckets:
         return None
-    directory = writable_directory(staged.frame.sparkSession, path)
+    directory = writable_directory(spark, path)
     if directory is None:
         return None
     columns = _bucketed(merge.schema).fieldNames()
