@@ -352,10 +352,10 @@ def refresh_fully(
 SINGLE_TASK_CHANGE_BYTES = 8 * 1024 * 1024
 """A base table's change whose logged files hold at most this many bytes is read as one
 partition: consolidating it, and the aggregates and broadcast joins above it, then need no
-shuffle (one partition satisfies any clustering), so the statement that computes ΔV runs as
-one stage instead of three, each stage a scheduling round of its own (about 30-60 ms here).
-A larger change is read in parallel; a join with an unbroadcast table shuffles both sides
-either way (one partition cannot be the partitioning both adopt)."""
+shuffle (one partition satisfies any clustering), so the statement that computes ΔV runs
+without the stages those shuffles cost, each a scheduling round of its own. A larger change
+is read in parallel; a join with a table it does not broadcast shuffles both sides either
+way (one partition is not a partitioning the other side can adopt)."""
 
 
 def base_states(

@@ -85,8 +85,8 @@ class ViewQuery:
 class ChangedTable:
     """A base table whose log has versions ``(consumed_version, current_version]`` the view
     has not consumed; ``logged_bytes``: what its log holds for them, as the view reads it
-    (``cost.logged_bytes``; None when not measured: a changelog's table, or a plan that
-    does not refresh incrementally)."""
+    (``cost.logged_bytes``; None when not measured: a table read through its catalog's
+    changelog, or a plan decided before the cost estimates)."""
 
     name: str
     consumed_version: int
