@@ -9,7 +9,13 @@ from collections import Counter
 
 import pytest
 import sqlglot
-from conftest import assert_view_matches_query, session_confs, view_description, zset_weights
+from conftest import (
+    assert_view_matches_query,
+    session_confs,
+    view_description,
+    z_difference,
+    zset_weights,
+)
 from pyspark.sql import DataFrame, SparkSession
 from sparkmv import fs
 from sparkmv.analyze.relational import Recursive, RelationalBuilder, walk
@@ -82,9 +88,7 @@ def test_stored_fixpoint_plus_change_is_the_new_fixpoint(spark: SparkSession, qu
     for target, rows in ((visible_old, zset_weights(old)), (visible_new, fresh)):
         for row, weight in rows.items():
             target[row[:-1]] += weight
-    difference = Counter(visible_new)
-    difference.subtract(visible_old)
-    assert change == {row: w for row, w in difference.items() if w}
+    assert change == z_difference(visible_new, visible_old)
 
 
 def test_analysis_runs_no_iteration(spark: SparkSession) -> None:
