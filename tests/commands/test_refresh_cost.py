@@ -5,9 +5,9 @@ Both are deterministic for a given statement and data (timings are not, and stay
 regression in either shows up as a slower refresh at every scale. The counts are what the
 refresh path is built to: 1 job for a small single-table view (compute ΔV, merge it with
 every stored row, rewrite), none for a plain aggregate's small change (the driver sums it),
-2 for a patch (compute ΔV; find and mask the rows it replaces, merged with ΔV at the
-driver), 1 for a row view's insertions (appended), ≤ 6 for a join, and a refresh with
-nothing pending runs no job.
+1 for a patch of small local buckets (compute ΔV; the driver finds and masks the rows it
+replaces and merges them with ΔV), 2 for a larger one, 1 for a row view's insertions
+(appended), ≤ 6 for a join, and a refresh with nothing pending runs no job.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from conftest import (
     view_description,
 )
 from pyspark.sql import DataFrame, Row, SparkSession
+from sparkmv.apply import incremental
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.commands import refresh as refresh_command
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
@@ -190,11 +191,23 @@ def test_a_plain_aggregate_refresh_of_a_small_change_runs_no_job(
     ["SELECT id, v * 2 AS w FROM fact WHERE k < 5", "SELECT DISTINCT k, v FROM fact"],
     ids=["rows", "distinct"],
 )
-def test_a_patching_refresh_runs_two_jobs(spark: SparkSession, fact: str, query: str) -> None:
-    """Stage ΔV; find the stored rows its deletions replace (by the key hashes of ΔV,
-    listed in the query: no broadcast) and bring them to the driver, which drops those the
-    mask already hides (no broadcast of the mask), masks the rest and merges them with ΔV
-    (no job). The second refresh patches a view that has a mask."""
+def test_a_patching_refresh_runs_one_job(spark: SparkSession, fact: str, query: str) -> None:
+    """Stage ΔV (the one job); the driver finds the stored rows its deletions replace in the
+    snapshot's files (``driver_scan``), drops those the mask already hides, masks the rest
+    and merges them with ΔV. The second refresh patches a view that has a mask."""
+    assert_patches_run_jobs(spark, query, 1)
+
+
+def test_a_patch_of_large_buckets_finds_the_replaced_rows_by_a_spark_job(
+    spark: SparkSession, fact: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``DRIVER_SCAN_MAX_BYTES`` a second job finds the stored rows ΔV replaces (by the
+    key hashes of ΔV, listed in the query: no broadcast) and brings them to the driver."""
+    monkeypatch.setattr(incremental, "DRIVER_SCAN_MAX_BYTES", 0)
+    assert_patches_run_jobs(spark, "SELECT id, v * 2 AS w FROM fact WHERE k < 5", 2)
+
+
+def assert_patches_run_jobs(spark: SparkSession, query: str, jobs: int) -> None:
     confs = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
     with session_confs(spark, confs):
         spark.sql(f"CREATE MATERIALIZED VIEW v AS {query}")
@@ -203,7 +216,7 @@ def test_a_patching_refresh_runs_two_jobs(spark: SparkSession, fact: str, query:
             spark.sql(f"DELETE FROM fact WHERE id % 50 = {batch + 1}")
             row, cost = refresh(spark, "v")
             assert row.mode == "INCREMENTAL"
-            assert cost.jobs == 2
+            assert cost.jobs == jobs
             assert cost.round_trips <= JOIN_OR_PATCH_ROUND_TRIP_BUDGET
             assert_view_matches_query(spark, "v")
     assert int(view_description(spark, "v")["Masked Rows"]) > 0
@@ -213,14 +226,15 @@ def test_a_patch_of_floating_point_rows_merges_them_in_spark(
     spark: SparkSession, fact: str
 ) -> None:
     """Equal doubles need not be equal bits (0.0 and -0.0; NaNs): such rows are merged by
-    Spark's own grouping, a third job, not at the driver."""
+    Spark's own grouping, a second job, not at the driver (which finds the stored rows
+    they hit by their other columns)."""
     confs = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
     with session_confs(spark, confs):
         spark.sql("CREATE MATERIALIZED VIEW v AS SELECT id, v / 2 AS h FROM fact WHERE k < 5")
         change_fact(spark)
         row, cost = refresh(spark, "v")
     assert row.mode == "INCREMENTAL"
-    assert cost.jobs == 3
+    assert cost.jobs == 2
     assert_view_matches_query(spark, "v")
 
 

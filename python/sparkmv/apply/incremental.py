@@ -64,8 +64,10 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_type
 
 from sparkmv import frames, fs
+from sparkmv.apply import driver_scan
 from sparkmv.apply.driver_files import (
     carried_by_driver,
     writable_directory,
@@ -92,7 +94,7 @@ from sparkmv.observations import observe
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.plan.merge import METRICS, Merge
 from sparkmv.stored_columns import BUCKET_COLUMN, COUNT_COLUMN
-from sparkmv.zset import WEIGHT, repeated_rows
+from sparkmv.zset import EXACT_TYPES, WEIGHT, repeated_rows
 
 DEFAULT_MAX_MASKED_SHARE = 0.25
 """A touched bucket whose mask would hide more than this share of its stored rows is
@@ -357,6 +359,10 @@ the merge reads ΔV back from the new snapshot (``CHANGE_DIR``)."""
 MAX_LISTED_PROBES = 20_000
 """Up to this many key hashes of ΔV find the stored rows they hit by a filter listing
 them (``IN``: no join, so no broadcast job); more are joined with."""
+DRIVER_SCAN_MAX_BYTES = 64 * 1024 * 1024
+"""Patched buckets of up to this many parquet bytes, local, are searched for the rows ΔV
+hits by the driver (``_hits_at_driver``) rather than by a Spark job: pyarrow reads them
+faster than the job's scan, and nothing is planned or scheduled."""
 DRIVER_WRITE_MAX_BYTES = 32 * 1024 * 1024
 """Stored buckets of up to this many parquet bytes, rewritten whole, are merged through the
 driver when ΔV is there (``BucketWriter``); larger ones are written by Spark."""
@@ -631,7 +637,8 @@ def _mask_hits(
 
     Through the driver, the rows are collected with the masked ones among them and those
     are dropped there (the stored mask is read from its files): an anti join in the job
-    would broadcast the mask, a second job."""
+    would broadcast the mask, a second job. There, small local buckets are searched by the
+    driver itself (``_hits_at_driver``): no job at all."""
     schema = _bucketed(merge.schema)
     target = mask_path(writer.path)
     local = writable_directory(spark, target) if writer.at_driver else None
@@ -642,15 +649,71 @@ def _mask_hits(
         written = {bucket: rows for bucket, rows in writer.write(hit, target).items() if rows}
         table = None
     else:
-        stored = _live_rows(spark, view, merge.schema, _NO_MASK, buckets, files, positions=True)
-        hit = _rows_hit(stored, staged, merge)
-        table = frames.collect_arrow(hit, "sparkmv: rows of the view's new snapshot")
+        table = _hits_at_driver(spark, view, merge, staged, buckets, files)
+        if table is None:
+            stored = _live_rows(spark, view, merge.schema, _NO_MASK, buckets, files, True)
+            hit = _rows_hit(stored, staged, merge)
+            table = frames.collect_arrow(hit, "sparkmv: rows of the view's new snapshot")
         if masked.num_rows:
             keys = masked.column_names
             masked = masked.cast(pa.schema([table.schema.field(key) for key in keys]))
             table = table.join(masked, keys=keys, join_type="left anti")
         written = {bucket: rows for bucket, rows in write_by_bucket(table, local).items() if rows}
     return _Hits(target, schema, written, table)
+
+
+def _hits_at_driver(
+    spark: SparkSession,
+    view: MvMetadata,
+    merge: Merge,
+    staged: StagedChange,
+    buckets: frozenset[int],
+    files: BucketFiles,
+) -> pa.Table | None:
+    """The stored rows of ``buckets`` that ΔV merges into, masked ones included, with their
+    positions, as ``_rows_hit``'s job would collect them (the same columns and Arrow
+    types; no superfluous row where every key compares exactly): found by the driver in
+    the snapshot's files (``driver_scan.rows_hit``), probed with ΔV's rows that need them,
+    when ΔV is at the driver, the snapshot on a file system the driver reads, and those
+    buckets hold at most ``DRIVER_SCAN_MAX_BYTES``. None otherwise, or when pyarrow
+    cannot read the files as Spark wrote them."""
+    directory = fs.os_path(spark, view.snapshot)
+    scanned = {bucket: sorted(files.get(bucket, {})) for bucket in buckets}
+    size = sum(files.get(bucket, {}).get(name, 0) for bucket in buckets for name in scanned[bucket])
+    types = {field.name: field.dataType for field in merge.schema.fields}
+    exact = [key for key in merge.key_columns if isinstance(types[key], EXACT_TYPES)]
+    change = staged.table
+    if change is None or directory is None or size > DRIVER_SCAN_MAX_BYTES or not exact:
+        return None
+    if not set(exact) <= set(change.schema.names):
+        return None
+    schema = _hits_schema(merge.schema, change.schema)
+    if merge.bag:
+        change = change.filter(pc.less(change.column(WEIGHT), 0))
+    try:
+        probes = pa.table([change[key].cast(schema.field(key).type) for key in exact], exact)
+        probes = probes.group_by(exact, use_threads=False).aggregate([])
+        return driver_scan.rows_hit(directory, scanned, probes, schema)
+    except (pa.ArrowException, OSError):
+        return None
+
+
+def _hits_schema(stored: T.StructType, change: pa.Schema) -> pa.Schema:
+    """The Arrow schema of the stored rows ΔV hits, as Spark collects them: ``stored``'s
+    columns (typed as in ΔV collected, ``change``, where it has them), the bucket, the
+    file name and the row's index in its file."""
+    columns = [*_bucketed(stored).fields, *MASK_SCHEMA.fields[1:]]
+    return pa.schema(
+        [
+            (
+                field.name,
+                change.field(field.name).type
+                if field.name in change.names
+                else to_arrow_type(field.dataType, timezone="UTC"),
+            )
+            for field in columns
+        ]
+    )
 
 
 def _merged_at_driver(

@@ -1,0 +1,76 @@
+"""``driver_scan.rows_hit``: the stored rows a change hits, found by the driver, equal the
+rows a probe matches on its columns, NULL equal to NULL, each with its position."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sparkmv.apply import driver_scan
+from sparkmv.apply.snapshot import FILE_COLUMN, ROW_COLUMN
+from sparkmv.stored_columns import BUCKET_COLUMN
+
+STORED = pa.schema([("c0", pa.int32()), ("c1", pa.string()), ("c2", pa.decimal128(12, 2))])
+SCHEMA = pa.schema(
+    [*STORED, (BUCKET_COLUMN, pa.int32()), (FILE_COLUMN, pa.string()), (ROW_COLUMN, pa.int64())]
+)
+
+Row = tuple[int | None, str | None, Decimal | None]
+
+rows = st.tuples(
+    st.one_of(st.none(), st.integers(0, 3)),
+    st.one_of(st.none(), st.sampled_from(["a", "b", ""])),
+    st.one_of(st.none(), st.sampled_from([Decimal("0.00"), Decimal("1.50")])),
+)
+
+
+def write_files(directory: Path, files: list[list[Row]]) -> dict[int, list[str]]:
+    """Each list of rows as one parquet file, of bucket ``i % 2``."""
+    names: dict[int, list[str]] = {}
+    for i, stored in enumerate(files):
+        bucket = i % 2
+        (directory / f"{BUCKET_COLUMN}={bucket}").mkdir(exist_ok=True)
+        name = f"part-{i}.parquet"
+        table = pa.Table.from_pylist(
+            [dict(zip(STORED.names, r, strict=True)) for r in stored], schema=STORED
+        )
+        # several row groups: a file's rows come in several chunks
+        pq.write_table(table, directory / f"{BUCKET_COLUMN}={bucket}" / name, row_group_size=5)
+        names.setdefault(bucket, []).append(name)
+    return names
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    files=st.lists(st.lists(rows, max_size=12), min_size=1, max_size=4),
+    probes=st.lists(rows, max_size=6),
+    columns=st.sampled_from([["c0"], ["c1"], ["c0", "c1"], ["c0", "c1", "c2"], ["c2", "c0"]]),
+)
+def test_the_rows_a_probe_matches_are_found_with_their_positions(
+    tmp_path_factory: object, files: list[list[Row]], probes: list[Row], columns: list[str]
+) -> None:
+    directory = tmp_path_factory.mktemp("snapshot")  # type: ignore[attr-defined]
+    names = write_files(directory, files)
+    index = [STORED.names.index(c) for c in columns]
+    probe_table = pa.table(
+        [pa.array([p[i] for p in probes], STORED.field(i).type) for i in index], columns
+    )
+    found = driver_scan.rows_hit(str(directory), names, probe_table, SCHEMA)
+    assert found.schema == SCHEMA
+    wanted = {tuple(p[i] for i in index) for p in probes}
+    expected = sorted(
+        (
+            (*row, i % 2, f"part-{i}.parquet", position)
+            for i, stored in enumerate(files)
+            for position, row in enumerate(stored)
+            if tuple(row[i] for i in index) in wanted
+        ),
+        key=repr,
+    )
+    assert sorted((tuple(r.values()) for r in found.to_pylist()), key=repr) == expected
