@@ -74,3 +74,31 @@ def test_the_rows_a_probe_matches_are_found_with_their_positions(
         key=repr,
     )
     assert sorted((tuple(r.values()) for r in found.to_pylist()), key=repr) == expected
+
+
+def test_a_stored_file_is_decoded_once_and_known_through_its_hard_links(tmp_path: Path) -> None:
+    """A later snapshot hard-links the files it keeps: the same file, not read again. A
+    copy is another file; past the bound the least recently used is dropped."""
+    for snapshot in ("one", "two", "three"):
+        (tmp_path / snapshot).mkdir()
+    first = write_files(tmp_path / "one", [[(1, "a", None), (2, None, Decimal("1.50"))]])
+    other = write_files(tmp_path / "two", [[], [(3, "c", Decimal("0.00"))]])
+    stored = tmp_path / "one" / f"{BUCKET_COLUMN}=0" / first[0][0]
+    linked = tmp_path / "three" / first[0][0]
+    linked.hardlink_to(stored)
+    copied = tmp_path / "three" / "part-copied.parquet"
+    copied.write_bytes(stored.read_bytes())
+    cache = driver_scan.StoredFiles(max_bytes=1 << 20)
+    table = cache.read(str(stored), STORED)
+    assert table.to_pylist() == [
+        {"c0": 1, "c1": "a", "c2": None},
+        {"c0": 2, "c1": None, "c2": Decimal("1.50")},
+    ]
+    assert cache.read(str(linked), STORED) is table
+    assert cache.read(str(copied), STORED) is not table  # another file, equal rows
+    small = driver_scan.StoredFiles(max_bytes=table.nbytes)
+    table = small.read(str(stored), STORED)
+    assert small.read(str(linked), STORED) is table
+    third = small.read(str(tmp_path / "two" / f"{BUCKET_COLUMN}=1" / other[1][0]), STORED)
+    assert third.to_pylist() == [{"c0": 3, "c1": "c", "c2": Decimal("0.00")}]
+    assert small.read(str(stored), STORED) is not table  # dropped for the third

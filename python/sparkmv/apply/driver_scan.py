@@ -19,6 +19,8 @@ out, which makes the hits a superset, as the key hashes' are.
 from __future__ import annotations
 
 import os
+import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -73,24 +75,63 @@ def _candidates(
     """The rows of one file (``name``, of ``bucket``) whose ``column`` holds one of
     ``values`` (NULL one of them when ``values`` has NULL), in ``schema``: with their
     bucket, this file's name and their index in it."""
-    stored = [field.name for field in schema][:-3]
-    path = os.path.join(directory, f"{BUCKET_COLUMN}={bucket}", name)
-    table = pq.read_table(path, columns=stored, coerce_int96_timestamp_unit="us")
-    wanted = pc.is_in(
-        table[column].cast(schema.field(column).type), value_set=values, skip_nulls=False
-    )
+    stored = pa.schema(list(schema)[:-3])
+    table = _STORED_FILES.read(os.path.join(directory, f"{BUCKET_COLUMN}={bucket}", name), stored)
+    wanted = pc.is_in(table[column], value_set=values, skip_nulls=False)
     rows = pc.cast(pc.indices_nonzero(wanted), pa.int64())
     found = table.take(rows)
     count = found.num_rows
     return pa.table(
         [
-            *(found[n].cast(schema.field(n).type) for n in stored),
+            *found.columns,
             pa.repeat(pa.scalar(bucket, schema.field(BUCKET_COLUMN).type), count),
             pa.repeat(pa.scalar(name, schema.field(FILE_COLUMN).type), count),
             rows,
         ],
         schema=schema,
     )
+
+
+class StoredFiles:
+    """Stored files decoded by the driver, kept for the next refresh that reads them.
+
+    A snapshot's files are never changed once written, and the next snapshot hard-links the
+    ones it keeps (the same name and inode), so a file is known by its name, inode, size
+    and modification time; a file decoded for one patch serves the next ones without being
+    read again. At most ``max_bytes`` of Arrow buffers are kept, the least recently used
+    dropped first."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._tables: OrderedDict[tuple[object, ...], pa.Table] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def read(self, path: str, schema: pa.Schema) -> pa.Table:
+        """The file at ``path``, its columns named and typed as ``schema``."""
+        status = os.stat(path)
+        name = os.path.basename(path)
+        key = (name, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, schema)
+        with self._lock:
+            table = self._tables.get(key)
+            if table is not None:
+                self._tables.move_to_end(key)
+                return table
+        read = pq.read_table(path, columns=schema.names, coerce_int96_timestamp_unit="us")
+        table = pa.table([read[n].cast(schema.field(n).type) for n in schema.names], schema=schema)
+        with self._lock:
+            if key not in self._tables and table.nbytes <= self.max_bytes:
+                self._tables[key] = table
+                self._bytes += table.nbytes
+                while self._bytes > self.max_bytes:
+                    _, dropped = self._tables.popitem(last=False)
+                    self._bytes -= dropped.nbytes
+        return table
+
+
+STORED_FILES_MAX_BYTES = 256 * 1024 * 1024
+"""Arrow bytes of decoded stored files the driver keeps between refreshes (``StoredFiles``)."""
+_STORED_FILES = StoredFiles(STORED_FILES_MAX_BYTES)
 
 
 def _matching(rows: pa.Table, probes: pa.Table) -> pa.Table:
