@@ -679,7 +679,7 @@ def _hits_at_driver(
     cannot read the files as Spark wrote them."""
     directory = fs.os_path(spark, view.snapshot)
     scanned = {bucket: sorted(files.get(bucket, {})) for bucket in buckets}
-    size = sum(files.get(bucket, {}).get(name, 0) for bucket in buckets for name in scanned[bucket])
+    size = sum(size for bucket in buckets for size in files.get(bucket, {}).values())
     types = {field.name: field.dataType for field in merge.schema.fields}
     exact = [key for key in merge.key_columns if isinstance(types[key], EXACT_TYPES)]
     change = staged.table
