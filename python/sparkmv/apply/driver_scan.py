@@ -76,7 +76,7 @@ def _candidates(
     ``values`` (NULL one of them when ``values`` has NULL), in ``schema``: with their
     bucket, this file's name and their index in it."""
     stored = pa.schema(list(schema)[:-3])
-    table = _STORED_FILES.read(os.path.join(directory, f"{BUCKET_COLUMN}={bucket}", name), stored)
+    table = decoded(os.path.join(directory, f"{BUCKET_COLUMN}={bucket}", name), stored)
     wanted = pc.is_in(table[column], value_set=values, skip_nulls=False)
     rows = pc.cast(pc.indices_nonzero(wanted), pa.int64())
     found = table.take(rows)
@@ -132,6 +132,12 @@ class StoredFiles:
 STORED_FILES_MAX_BYTES = 256 * 1024 * 1024
 """Arrow bytes of decoded stored files the driver keeps between refreshes (``StoredFiles``)."""
 _STORED_FILES = StoredFiles(STORED_FILES_MAX_BYTES)
+
+
+def decoded(path: str, schema: pa.Schema) -> pa.Table:
+    """The stored file (or mask file) at the local ``path``, its columns named and typed as
+    ``schema``: decoded by this process once (``StoredFiles``)."""
+    return _STORED_FILES.read(path, schema)
 
 
 def _matching(rows: pa.Table, probes: pa.Table) -> pa.Table:

@@ -516,10 +516,14 @@ MASK_SCHEMA_ARROW = pa.schema(
 
 
 def _positions(file: str, bucket: int) -> pa.Table:
-    """The masked positions listed in one mask file of ``bucket``."""
-    listed = pq.read_table(file, columns=[FILE_COLUMN, ROW_COLUMN])
+    """The masked positions listed in one mask file of ``bucket`` (decoded once: a mask's
+    files are carried into the next snapshot's by hard links, ``driver_scan.decoded``)."""
+    listed = driver_scan.decoded(file, _LISTED_POSITIONS)
     positions = listed.add_column(0, BUCKET_COLUMN, pa.repeat(bucket, listed.num_rows))
     return positions.cast(MASK_SCHEMA_ARROW)
+
+
+_LISTED_POSITIONS = pa.schema(list(MASK_SCHEMA_ARROW)[1:])
 
 
 _NO_MASK = StoredMask("", {}, {}, legacy=False)
