@@ -24,7 +24,10 @@ by the driver (``BucketWriter``, ``apply/driver_files.py``) instead of by a Spar
 whose job and commit protocol cost most of a small refresh. There, step 2 drops the rows the
 old mask hides after collecting (the mask read from its files, not broadcast by a job), and
 step 3 runs at the driver too when the layout's merge can (``Merge.at_driver``: rows whose
-columns compare exactly), since both of its inputs are already there.
+columns compare exactly), since both of its inputs are already there. Step 2 itself runs at
+the driver when the patched buckets are local and small (``DRIVER_SCAN_MAX_BYTES``): it
+reads their files with pyarrow, or finds them decoded by an earlier refresh
+(``apply/driver_scan.py``), instead of a Spark job.
 
 A small view (fewer stored rows than ``STORAGE_PATCH_MIN_ROWS_CONF``, whose every touched
 bucket would be rewritten whole anyway) skips the staging: one Spark job computes ΔV, merges
