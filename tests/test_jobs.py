@@ -8,8 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
 from conftest import assert_view_matches_query, last_job_id, session_confs
 from pyspark.sql import SparkSession
+from sparkmv.apply import incremental
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 from sparkmv.jobs import JOB_DESCRIPTION
 
@@ -26,7 +28,12 @@ def job_descriptions(spark: SparkSession) -> Iterator[list[str]]:
         found.append(str(description.get()) if description.isDefined() else "")
 
 
-def test_refresh_jobs_name_the_view_and_the_step(spark: SparkSession, db: str) -> None:
+def test_refresh_jobs_name_the_view_and_the_step(
+    spark: SparkSession, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the patch below finds the rows it replaces by a Spark job (as past the bound of the
+    # driver's own scan), so that every step of a patch names its job
+    monkeypatch.setattr(incremental, "DRIVER_SCAN_MAX_BYTES", 0)
     spark.sql("CREATE TABLE t (k INT, v INT) USING parquet")
     spark.sql("INSERT INTO t SELECT id % 10, id FROM range(200)")
     spark.sparkContext.setLocalProperty(JOB_DESCRIPTION, "the user's statement")
