@@ -42,8 +42,7 @@ def rows_hit(
 
     The files are read in parallel, each narrowed at once to the rows whose value in the
     probes' most varied column is a probe's (``is_in``: a hash set of the probes' values);
-    those candidates are narrowed by the other columns alike, then matched whole
-    (``_matching``) when there are several."""
+    with several columns, those candidates are then matched whole (``_matching``)."""
     if not probes.num_rows:
         return schema.empty_table()
     first, *others = sorted(
@@ -59,9 +58,6 @@ def rows_hit(
     with ThreadPoolExecutor(max_workers=READERS) as pool:
         parts = list(pool.map(candidates, located))
     hits = pa.concat_tables([schema.empty_table(), *parts])
-    for column in others:
-        wanted = pc.is_in(hits[column], value_set=probes[column].combine_chunks(), skip_nulls=False)
-        hits = hits.filter(wanted)
     return _matching(hits, probes) if others else hits
 
 

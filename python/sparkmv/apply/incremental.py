@@ -417,9 +417,7 @@ def _staged_at_driver(
     """Write ΔV, collected as ``table`` (with its key hashes), by bucket under the local
     ``directory``; return its rows per bucket, and the probes that look up the stored rows
     it hits (``StagedChange``: a bag's insertions need none) and their buckets."""
-    probing = table
-    if merge.bag:
-        probing = table.filter(pc.less(table.column(WEIGHT), 0))
+    probing = _probing_rows(table, merge)
     probed = frozenset(int(b) for b in pc.unique(probing.column(BUCKET_COLUMN)).to_pylist())
     probes = None
     if hashable:
@@ -427,6 +425,12 @@ def _staged_at_driver(
         probes = [int(h) for h in hashes] if len(hashes) <= MAX_LISTED_PROBES else None
     rows = write_by_bucket(table.drop_columns([KEY_HASH]), directory)
     return rows, probes, probed
+
+
+def _probing_rows(change: pa.Table, merge: Merge) -> pa.Table:
+    """The rows of ΔV at the driver that need the stored rows equal to them: all of them,
+    in a bag of rows only the deletions (an inserted copy is appended)."""
+    return change.filter(pc.less(change.column(WEIGHT), 0)) if merge.bag else change
 
 
 def _copies(table: pa.Table) -> pa.Table:
@@ -695,8 +699,7 @@ def _hits_at_driver(
     if not set(exact) <= set(change.schema.names):
         return None
     schema = _hits_schema(merge.schema, change.schema)
-    if merge.bag:
-        change = change.filter(pc.less(change.column(WEIGHT), 0))
+    change = _probing_rows(change, merge)
     try:
         probes = pa.table([change[key].cast(schema.field(key).type) for key in exact], exact)
         probes = probes.group_by(exact, use_threads=False).aggregate([])
@@ -707,20 +710,18 @@ def _hits_at_driver(
 
 def _hits_schema(stored: T.StructType, change: pa.Schema) -> pa.Schema:
     """The Arrow schema of the stored rows ΔV hits, as Spark collects them: ``stored``'s
-    columns (typed as in ΔV collected, ``change``, where it has them), the bucket, the
-    file name and the row's index in its file."""
-    columns = [*_bucketed(stored).fields, *MASK_SCHEMA.fields[1:]]
-    return pa.schema(
-        [
-            (
-                field.name,
-                change.field(field.name).type
-                if field.name in change.names
-                else to_arrow_type(field.dataType, timezone="UTC"),
-            )
-            for field in columns
-        ]
-    )
+    columns (typed as in ΔV collected, ``change``, where it has them), then the bucket, the
+    file name and the row's index in its file (``MASK_SCHEMA_ARROW``)."""
+    columns = [
+        pa.field(
+            field.name,
+            change.field(field.name).type
+            if field.name in change.names
+            else to_arrow_type(field.dataType, timezone="UTC"),
+        )
+        for field in stored.fields
+    ]
+    return pa.schema([*columns, *MASK_SCHEMA_ARROW])
 
 
 def _merged_at_driver(
