@@ -71,9 +71,12 @@ dimension updates are part of the change they refresh since issue 24. A copy of 
 whole run at SF 0.01 goes first, unprinted, so that JVM warm-up does not land in the first
 measurement.
 
+With ``--no-updates`` a round is RF1 and RF2 alone: the change issue 23 states its targets
+for (the updates came with issue 24).
+
 ``python bench/tpch.py [sf ...] [--change range|random|both] [--seed N] [--rounds N]
-[--queries 1,6,…]`` (default ``0.1 1``, both, seed 5, 2 rounds, all 22). Not a test: nothing is
-asserted.
+[--queries 1,6,…] [--no-updates]`` (default ``0.1 1``, both, seed 5, 2 rounds, all 22, with
+the updates). Not a test: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -509,6 +512,7 @@ def run_sf(
     changes: list[str],
     seed: int,
     database: str,
+    updates: bool = True,
 ) -> SfResult:
     spark.sql(f"CREATE DATABASE {database}")
     spark.sql(f"USE {database}")
@@ -527,7 +531,8 @@ def run_sf(
             measured = result.changes[kind] = ChangeResult(kind)
             for round_ in range(rounds):
                 CHANGES[kind](spark, sf, state, measured.writes, seed)
-                update_tables(spark, sf, state, measured.writes, seed)
+                if updates:
+                    update_tables(spark, sf, state, measured.writes, seed)
                 state["round"] += 1
                 measure_round(spark, calls, queries, measured, round_)
             for query in queries:  # nothing pending: the fixed cost of a refresh
@@ -584,10 +589,14 @@ def closing_note(sf: float, measured: ChangeResult) -> str:
     )
 
 
-def report_refreshes(results: list[SfResult], queries: list[Query], kind: str, rounds: int) -> None:
+def report_refreshes(
+    results: list[SfResult], queries: list[Query], kind: str, rounds: int, updates: bool
+) -> None:
+    updated = ", ".join(update.table for update in UPDATES)
+    others = f"then UPDATEs of {updated}" if updates else "no other table updated"
     print(
         f"\nrefresh after RF1 + RF2 on {CHANGE_TITLES[kind]}; SF × {ORDERS_PER_SF} orders each; "
-        f"median of {rounds} rounds"
+        f"{others}; median of {rounds} rounds"
     )
     header = (
         f"{'query':<5} {'SF':>4} {'overwrite s':>11} {'full s':>7} {'incr s':>7} {'ratio':>7}  "
@@ -771,13 +780,16 @@ def report_data(results: list[SfResult], queries: list[Query], rounds: int) -> N
         )
         for kind, measured in result.changes.items():
             writes = measured.writes
+            updated = ", ".join(
+                f"{rows // rounds:,} {table}" for table, rows in writes.updated.items()
+            )
             print(
                 f"  {kind} change per round: RF1 +{writes.inserted['orders'] // rounds:,} orders "
                 f"+{writes.inserted['lineitem'] // rounds:,} lineitems, RF2 "
                 f"-{writes.deleted['orders'] // rounds:,} orders "
-                f"-{writes.deleted['lineitem'] // rounds:,} lineitems, UPDATE "
-                + ", ".join(f"{rows // rounds:,} {table}" for table, rows in writes.updated.items())
-                + " rows; writes (capture's cost, median s): "
+                f"-{writes.deleted['lineitem'] // rounds:,} lineitems"
+                + (f", UPDATE {updated} rows" if updated else "")
+                + "; writes (capture's cost, median s): "
                 + ", ".join(
                     f"{statement} {statistics.median(samples):.2f}"
                     for statement, samples in writes.seconds.items()
@@ -785,9 +797,11 @@ def report_data(results: list[SfResult], queries: list[Query], rounds: int) -> N
             )
 
 
-def report(results: list[SfResult], queries: list[Query], kinds: list[str], rounds: int) -> None:
+def report(
+    results: list[SfResult], queries: list[Query], kinds: list[str], rounds: int, updates: bool
+) -> None:
     for kind in kinds:
-        report_refreshes(results, queries, kind, rounds)
+        report_refreshes(results, queries, kind, rounds, updates)
     report_time(results, queries, kinds)
     report_targets(results, queries, kinds)
     report_data(results, queries, rounds)
@@ -799,6 +813,13 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--change", choices=("range", "random", "both"), default="both")
     parser.add_argument("--seed", type=int, default=SEED, help="of the random change")
     parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument(
+        "--no-updates",
+        dest="updates",
+        action="store_false",
+        help="RF1/RF2 only, the change issue 23 states its targets for: no UPDATE of "
+        + ", ".join(update.table for update in UPDATES),
+    )
     parser.add_argument(
         "--queries",
         type=lambda text: [int(number) for number in text.split(",")],
@@ -833,6 +854,7 @@ def main() -> None:
             kinds,
             args.seed,
             "bench_tpch_warm_up",
+            args.updates,
         )
         results = []
         for sf in sfs:
@@ -846,10 +868,11 @@ def main() -> None:
                 kinds,
                 args.seed,
                 f"bench_tpch_sf{sf_name(sf).replace('.', '_')}",
+                args.updates,
             )
             result.generate_s = generated[sf]
             results.append(result)
-        report(results, queries, kinds, rounds)
+        report(results, queries, kinds, rounds, args.updates)
         spark.stop()
     print(f"\ntotal {time.perf_counter() - started:.0f} s")
 

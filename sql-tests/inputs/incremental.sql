@@ -189,7 +189,9 @@ SELECT count(*) AS differing_rows FROM (
 
 -- Three of the chain's inputs change: the largest (by bytes) of those whose removal leaves
 -- the others connected (c1 or c4; without c2, c1 is cut off) is joined last, once, with the
--- change of the others' join: Δ(c1 ⋈ c2 ⋈ c3) ⋈ c4_old + c1 ⋈ c2 ⋈ c3 ⋈ Δc4.
+-- change of the others' join: Δ(c1 ⋈ c2 ⋈ c3) ⋈ c4_old + c1 ⋈ c2 ⋈ c3 ⋈ Δc4. Key 3 is new
+-- to both c1 and c2, so their terms read each other's change: Δ⁻c2 (c2's rows at 3 before the
+-- change: none) and Δ⁺c1 (c1's rows at 3 now: the inserted one).
 INSERT INTO c1 VALUES (3, 'c');
 INSERT INTO c2 VALUES (3, 10);
 DELETE FROM c4 WHERE m = 200;

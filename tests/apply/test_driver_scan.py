@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sparkmv import decoded_files
 from sparkmv.apply import driver_scan
 from sparkmv.apply.snapshot import FILE_COLUMN, ROW_COLUMN
 from sparkmv.stored_columns import BUCKET_COLUMN
@@ -88,7 +89,7 @@ def test_a_stored_file_is_decoded_once_and_known_through_its_hard_links(tmp_path
     linked.hardlink_to(stored)
     copied = tmp_path / "three" / "part-copied.parquet"
     copied.write_bytes(stored.read_bytes())
-    cache = driver_scan.StoredFiles(max_bytes=1 << 20)
+    cache = decoded_files.StoredFiles(max_bytes=1 << 20)
     table = cache.read(str(stored), STORED)
     assert table.to_pylist() == [
         {"c0": 1, "c1": "a", "c2": None},
@@ -96,7 +97,7 @@ def test_a_stored_file_is_decoded_once_and_known_through_its_hard_links(tmp_path
     ]
     assert cache.read(str(linked), STORED) is table
     assert cache.read(str(copied), STORED) is not table  # another file, equal rows
-    small = driver_scan.StoredFiles(max_bytes=table.nbytes)
+    small = decoded_files.StoredFiles(max_bytes=table.nbytes)
     table = small.read(str(stored), STORED)
     assert small.read(str(linked), STORED) is table
     third = small.read(str(tmp_path / "two" / f"{BUCKET_COLUMN}=1" / other[1][0]), STORED)

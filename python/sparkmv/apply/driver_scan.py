@@ -19,15 +19,13 @@ out, which makes the hits a superset, as the key hashes' are.
 from __future__ import annotations
 
 import os
-import threading
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from sparkmv.apply.snapshot import FILE_COLUMN
+from sparkmv.decoded_files import decoded
 from sparkmv.stored_columns import BUCKET_COLUMN
 
 
@@ -86,54 +84,6 @@ def _candidates(
         ],
         schema=schema,
     )
-
-
-class StoredFiles:
-    """Stored files decoded by the driver, kept for the next refresh that reads them.
-
-    A snapshot's files are never changed once written, and the next snapshot hard-links the
-    ones it keeps (the same name and inode), so a file is known by its name, inode, size
-    and modification time; a file decoded for one patch serves the next ones without being
-    read again. At most ``max_bytes`` of Arrow buffers are kept, the least recently used
-    dropped first."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._tables: OrderedDict[tuple[object, ...], pa.Table] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def read(self, path: str, schema: pa.Schema) -> pa.Table:
-        """The file at ``path``, its columns named and typed as ``schema``."""
-        status = os.stat(path)
-        name = os.path.basename(path)
-        key = (name, status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, schema)
-        with self._lock:
-            table = self._tables.get(key)
-            if table is not None:
-                self._tables.move_to_end(key)
-                return table
-        read = pq.read_table(path, columns=schema.names, coerce_int96_timestamp_unit="us")
-        table = pa.table([read[n].cast(schema.field(n).type) for n in schema.names], schema=schema)
-        with self._lock:
-            if key not in self._tables and table.nbytes <= self.max_bytes:
-                self._tables[key] = table
-                self._bytes += table.nbytes
-                while self._bytes > self.max_bytes:
-                    _, dropped = self._tables.popitem(last=False)
-                    self._bytes -= dropped.nbytes
-        return table
-
-
-STORED_FILES_MAX_BYTES = 256 * 1024 * 1024
-"""Arrow bytes of decoded stored files the driver keeps between refreshes (``StoredFiles``)."""
-_STORED_FILES = StoredFiles(STORED_FILES_MAX_BYTES)
-
-
-def decoded(path: str, schema: pa.Schema) -> pa.Table:
-    """The stored file (or mask file) at the local ``path``, its columns named and typed as
-    ``schema``: decoded by this process once (``StoredFiles``)."""
-    return _STORED_FILES.read(path, schema)
 
 
 def _matching(rows: pa.Table, probes: pa.Table) -> pa.Table:

@@ -92,6 +92,7 @@ from sparkmv.apply.snapshot import (
 )
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
+from sparkmv.decoded_files import decoded
 from sparkmv.jobs import buckets, job_step
 from sparkmv.observations import observe
 from sparkmv.parse.statements import quote_identifier
@@ -524,8 +525,8 @@ MASK_SCHEMA_ARROW = pa.schema(
 
 def _positions(file: str, bucket: int) -> pa.Table:
     """The masked positions listed in one mask file of ``bucket`` (decoded once: a mask's
-    files are carried into the next snapshot's by hard links, ``driver_scan.decoded``)."""
-    listed = driver_scan.decoded(file, _LISTED_POSITIONS)
+    files are carried into the next snapshot's by hard links, ``decoded_files.decoded``)."""
+    listed = decoded(file, _LISTED_POSITIONS)
     positions = listed.add_column(0, BUCKET_COLUMN, pa.repeat(bucket, listed.num_rows))
     return positions.cast(MASK_SCHEMA_ARROW)
 

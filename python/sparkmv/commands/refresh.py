@@ -58,6 +58,7 @@ from sparkmv.plan.aggregate_view import (
 from sparkmv.plan.cost import table_bytes
 from sparkmv.plan.driver_aggregate import DriverAggregate, driver_aggregate
 from sparkmv.plan.driver_expression import DriverMergeDeclinedError
+from sparkmv.plan.join_keys import JoinKeyProofs
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
@@ -367,18 +368,21 @@ def base_states(
 ) -> DeltaEngine:
     """The delta engine over the base tables as this refresh reads them, with the net
     changes of the ``changed`` ones since the view's last refresh (the columns ``root``
-    never reads NULL in them). Not ``consolidated``: their logged rows only, no change yet
-    (the engine sees no table changed)."""
+    never reads NULL in them), whose join terms read an input from its change where the
+    driver proves it (``plan/join_keys.py``). Not ``consolidated``: their logged rows only,
+    no change yet (the engine sees no table changed)."""
     consumed = {table.name: table for table in changed}
     sizes = table_bytes(bases)
     summed = sums_its_change(root)  # then no table's change need be consolidated
     states = {}
+    reads: dict[str, set[str] | None] = {}
     for base in bases:
         size = sizes.get(base.name, 0)
         state = BaseState(LazyRows(partial(base.rows, spark)), bytes=size)
         table = consumed.get(base.name)
         if table is not None and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
+            reads[base.name] = read
             logged = base.source.row_changes(table.consumed_version, base.version, read)
             if table.logged_bytes is not None and table.logged_bytes <= SINGLE_TASK_CHANGE_BYTES:
                 logged = logged.coalesce(1)
@@ -388,7 +392,9 @@ def base_states(
             state = BaseState(state.rows, None, logged, read, as_logged, size)
             state = state.netted() if consolidated else state
         states[base.name] = state
-    return delta_engine(spark, states)
+    versions = {table.name: table.consumed_version for table in changed}
+    proofs = JoinKeyProofs(spark, bases, versions, reads).only_changed if versions else None
+    return delta_engine(spark, states, proofs)
 
 
 def screened_engine(

@@ -37,6 +37,12 @@ from sparkmv.delta.relation import Relation, TempViews, net_change
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.zset import WEIGHT, column, materialized
 
+KeyedColumns = tuple[str, tuple[str, ...]]
+"""A base table and some of its columns."""
+KeyProof = Callable[[KeyedColumns, KeyedColumns], bool]
+"""Whether, at every key of the second table's change (on its columns), the first table's rows
+(equal on its columns) are none before the change or none after it (``plan/join_keys.py``)."""
+
 
 class Version(Enum):
     OLD = "old"  # the base tables before the change: R_new − ΔR
@@ -127,8 +133,10 @@ class DeltaEngine:
         fixpoints: Fixpoints | None = None,
         bindings: Mapping[int, Relation] | None = None,
         derived: dict[tuple[str, int], object] | None = None,
+        proofs: KeyProof | None = None,
     ) -> None:
         self.tables = tables
+        self.proofs = proofs
         self.fixpoints = Fixpoints() if fixpoints is None else fixpoints
         # Per ``RecursiveRef`` (by id): the Z-set it stands for in this engine (``bound``).
         self.bindings: Mapping[int, Relation] = bindings or {}
@@ -168,6 +176,7 @@ class DeltaEngine:
             self._values,
             self.fixpoints,
             derived=self.derived,
+            proofs=self.proofs,
         )
 
     def with_tables(self, tables: Mapping[str, BaseState]) -> DeltaEngine:
@@ -189,6 +198,7 @@ class DeltaEngine:
             values,
             self.fixpoints,
             derived=self.derived,
+            proofs=self.proofs,
         )
 
     def bound(self, bindings: Mapping[int, Relation], below: Node) -> DeltaEngine:
@@ -207,6 +217,7 @@ class DeltaEngine:
             self.fixpoints,
             {**self.bindings, **bindings},
             self.derived,
+            self.proofs,
         )
 
     def analyzing(self) -> DeltaEngine:
@@ -259,6 +270,42 @@ class DeltaEngine:
             known = (node, self.rule(node).evaluate(node, version, self))
             self._values[(id(node), version)] = known
         return known[1]
+
+    def rows_only_changed(self, rows: KeyedColumns, keys: KeyedColumns) -> bool:
+        """Whether the rows of ``rows``' table that ``keys``' change reaches are all its own
+        change's (``KeyProof``); False without proofs."""
+        return self.proofs is not None and self.proofs(rows, keys)
+
+    def changed_rows(self, node: Node, table: str, version: Version) -> Relation:
+        """``node``'s value over ``table``'s rows as of ``version`` restricted to the keys
+        ``rows_only_changed`` proved: the rows its net change inserted (NEW, ``ΔR⁺``) or
+        deleted (OLD, ``ΔR⁻``), each as often as its weight says. A join's input changes are
+        consolidated, or kept as logged only when they insert and nothing cancels
+        (``relation.net_change``). ``node`` is linear in ``table`` (filters and projections
+        over its one scan), so it distributes over that restriction."""
+        memo = (f"changed rows {version.value}", id(node))
+        known = self.memo.get(memo)
+        if known is not None:
+            return known
+        state = self.tables[table]
+        assert state.change is not None, f"{table} did not change"
+        change = state.change
+        scan = next(s for s in walk(node) if isinstance(s, Scan))
+        columns = ", ".join(quote_identifier(c) for c in scan.columns)
+        weight = f"CAST({quote_identifier(WEIGHT)} AS BIGINT)"
+        if version is Version.OLD:
+            weight = f"-{weight}"
+        copies = f"explode(sequence(CAST(1 AS BIGINT), {weight}))"
+        rows = self.query(
+            f"SELECT {columns} FROM {self.view_of(change)} "
+            f"LATERAL VIEW {copies} repeated AS repetition WHERE {weight} > 0"
+        )
+        tables = {**self.tables, table: BaseState(rows.frame)}
+        known = DeltaEngine(tables, self._rules, self.views, derived=self.derived).value(
+            node, Version.NEW
+        )
+        self.memo[memo] = known
+        return known
 
     def change(self, node: Node) -> Relation:
         """``Δnode = node(NEW) − node(OLD)`` as a Z-set (empty when no table under ``node``

@@ -46,6 +46,14 @@ before. ``P`` is the largest changed input (bytes of its tables' files) whose re
 ``X`` connected by its own conjuncts (else ``Δ(⋈ X)`` would cross unconnected inputs): in
 TPC-H, after RF1/RF2 and updates of ``customer``, Q3's and Q10's terms scan ``lineitem`` once
 instead of twice, Q5's once instead of three times.
+
+An input a term's change reaches only through its own change is not scanned either. In the
+term of ``ΔR_i``, another input ``R_j`` equated to ``R_i`` by conjuncts ``R_j.a = R_i.b`` is
+read at the keys ``π_b(ΔR_i)`` only; where the driver proves that no row of ``R_j`` at those
+keys outlived the change (``plan/join_keys.py``: ``R_j,new[k] = ΔR_j⁺[k]``, so ``R_j,old[k] =
+ΔR_j⁻[k]``), the term reads ``ΔR_j⁺`` for ``R_j,new`` and ``ΔR_j⁻`` for ``R_j,old``
+(``term_input``). After TPC-H's RF1/RF2, ``Δ(O ⋈ L) = ΔO ⋈ Δ⁻L + Δ⁺O ⋈ ΔL``: no scan of
+``orders`` or ``lineitem``.
 """
 
 from __future__ import annotations
@@ -54,8 +62,9 @@ from collections import deque
 
 from sqlglot import exp
 
+from sparkmv.analyze.ir import Filter, Node, Project, Scan
 from sparkmv.analyze.relational import Join
-from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
+from sparkmv.delta.engine import DeltaEngine, DeltaRule, KeyedColumns, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation
 from sparkmv.parse.statements import quote_identifier
 
@@ -211,7 +220,8 @@ def terms_scans(node: Join, changed: list[int], sizes: list[int]) -> list[int]:
     join), with ``changed`` the inputs whose change makes a term and ``sizes`` each input's
     bytes: each term scans every input but its changed one, except that a pivot is scanned
     once, by ``Δ(⋈ X) ⋈ P_old`` (module docstring). What ``delta`` runs, for the cost model
-    (``plan/cost.py``)."""
+    (``plan/cost.py``), but for the inputs a term reads from their own change (``term_input``),
+    which the model still counts."""
     last = pivot(node, changed, sizes)
     if last is None:
         return [len(changed) - (index in changed) for index in range(len(node.inputs))]
@@ -239,6 +249,91 @@ def conjuncts_of(condition: exp.Expr | None) -> list[exp.Expr]:
     if isinstance(condition, exp.And):
         return conjuncts_of(condition.this) + conjuncts_of(condition.expression)
     return [condition]
+
+
+def base_columns(node: Node, names: list[str]) -> KeyedColumns | None:
+    """The base table and its columns that ``node``'s outputs ``names`` pass through
+    unchanged, when ``node`` is filters and projections over one scan (linear in that
+    table); else None."""
+    while not isinstance(node, Scan):
+        if isinstance(node, Filter):
+            node = node.child
+            continue
+        if not isinstance(node, Project) or node.native is not None:
+            return None
+        expressions = dict(zip(node.outputs, node.expressions, strict=True))
+        passed = [expressions[name] for name in names]
+        if not all(isinstance(e, exp.Column) and e.name in node.child.outputs for e in passed):
+            return None
+        names = [e.name for e in passed]
+        node = node.child
+    columns = dict(zip(node.outputs, node.columns, strict=True))
+    return node.table, tuple(columns[name] for name in names)
+
+
+def equated(node: Join, changed: int, other: int) -> tuple[KeyedColumns, KeyedColumns] | None:
+    """The base columns of input ``other`` and of input ``changed`` that the conjuncts
+    ``other.a = changed.b`` (columns on both sides) over those two inputs alone equate,
+    pairwise; None when there is no such conjunct or either input is not linear in one
+    table (``base_columns``)."""
+    ours: list[str] = []
+    theirs: list[str] = []
+    for conjunct, inputs in conjunct_inputs(node):
+        if inputs != {changed, other} or type(conjunct) is not exp.EQ:
+            continue
+        left, right = conjunct.this, conjunct.expression
+        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+            continue
+        if left.name in node.inputs[changed].outputs:
+            left, right = right, left
+        ours.append(left.name)
+        theirs.append(right.name)
+    if not ours:
+        return None
+    rows = base_columns(node.inputs[other], ours)
+    keys = base_columns(node.inputs[changed], theirs)
+    return None if rows is None or keys is None else (rows, keys)
+
+
+def only_changed_rows(node: Join, changed: int, other: int, engine: DeltaEngine) -> str | None:
+    """The table of input ``other`` when, in the term of input ``changed``'s change, it is
+    read from its own change (module docstring): it changed, it is equated to ``changed``
+    (``equated``), and ``engine``'s proofs prove it; else None."""
+    if not engine.changed(node.inputs[other]):
+        return None
+    keyed = equated(node, changed, other)
+    if keyed is None or not engine.rows_only_changed(*keyed):
+        return None
+    return keyed[0][0]
+
+
+def term_input(
+    node: Join, index: int, changed: int, version: Version | None, engine: DeltaEngine
+) -> Relation:
+    """Input ``index`` in the term of input ``changed``'s change: that change (``version``
+    None), or its value as of ``version``, read from its own change where
+    ``only_changed_rows`` says so."""
+    child = node.inputs[index]
+    if version is None:
+        return engine.change(child)
+    table = only_changed_rows(node, changed, index, engine)
+    if table is not None:
+        return engine.changed_rows(child, table, version)
+    return engine.value(child, version)
+
+
+def describe_term_input(
+    node: Join, index: int, changed: int, version: Version | None, engine: DeltaEngine
+) -> str:
+    """``term_input`` in the rules' algebra: ``Δ⁺R`` / ``Δ⁻R`` for the rows a change
+    inserted / deleted read in place of ``R`` / ``R_old``."""
+    child = node.inputs[index]
+    if version is None:
+        return engine.describe(child)
+    if only_changed_rows(node, changed, index, engine) is not None:
+        sign = "⁻" if version is Version.OLD else "⁺"
+        return f"Δ{sign}{engine.describe(child, Version.NEW)}"
+    return engine.describe(child, version)
 
 
 def evaluate(node: Join, version: Version, engine: DeltaEngine) -> Relation:
@@ -272,8 +367,8 @@ def delta(node: Join, engine: DeltaEngine) -> Relation:
         joined = f"JOIN {old} ON {sql_expression(condition)}" if condition else f"CROSS JOIN {old}"
         weight = f"x.{WEIGHT_SQL} * p.{WEIGHT_SQL}"
         inputs = [
-            engine.change(child) if i == last else engine.value(child, Version.NEW)
-            for i, child in enumerate(node.inputs)
+            term_input(node, i, last, None if i == last else Version.NEW, engine)
+            for i in range(len(node.inputs))
         ]
         pivot_term = join(node, inputs, engine, start=last)
         sql = f"SELECT {outputs}, {weight} AS {WEIGHT_SQL} FROM {change} {joined}"
@@ -281,10 +376,7 @@ def delta(node: Join, engine: DeltaEngine) -> Relation:
     terms = [
         join(
             node,
-            [
-                engine.change(i) if v is None else engine.value(i, v)
-                for i, v in zip(node.inputs, versions, strict=True)
-            ],
+            [term_input(node, i, changed, v, engine) for i, v in enumerate(versions)],
             engine,
             start=changed,
         )
@@ -310,14 +402,15 @@ def describe(node: Join, version: Version | None, engine: DeltaEngine) -> str:
     last = engine_pivot(node, engine)
     if last is not None:
         first, _ = without(node, last)
-        rows = [engine.describe(child, Version.NEW) for child in first.inputs]
+        others = [i for i in range(len(node.inputs)) if i != last]
+        rows = [describe_term_input(node, i, last, Version.NEW, engine) for i in others]
         return (
             f"({engine.describe(first)}) ⋈ {engine.describe(node.inputs[last], Version.OLD)} + "
             + " ⋈ ".join([*rows, engine.describe(node.inputs[last])])
         )
     terms = [
-        " ⋈ ".join(engine.describe(i, v) for i, v in zip(node.inputs, versions, strict=True))
-        for _, versions in delta_terms(node, engine)
+        " ⋈ ".join(describe_term_input(node, i, changed, v, engine) for i, v in enumerate(versions))
+        for changed, versions in delta_terms(node, engine)
     ]
     return " + ".join(terms)
 

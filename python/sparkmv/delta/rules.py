@@ -20,7 +20,7 @@ from sparkmv.delta import (
     union_all,
     window,
 )
-from sparkmv.delta.engine import BaseState, DeltaEngine, DeltaRule
+from sparkmv.delta.engine import BaseState, DeltaEngine, DeltaRule, KeyProof
 from sparkmv.delta.relation import TempViews
 
 RULES: tuple[DeltaRule, ...] = (
@@ -39,6 +39,9 @@ RULES: tuple[DeltaRule, ...] = (
 )
 
 
-def delta_engine(spark: SparkSession, tables: Mapping[str, BaseState]) -> DeltaEngine:
-    """The rules over ``tables``; use it as a context manager (``DeltaEngine``)."""
-    return DeltaEngine(tables, RULES, TempViews(spark))
+def delta_engine(
+    spark: SparkSession, tables: Mapping[str, BaseState], proofs: KeyProof | None = None
+) -> DeltaEngine:
+    """The rules over ``tables`` (with ``proofs``, join terms may read an input from its
+    change: ``delta/join.py``); use it as a context manager (``DeltaEngine``)."""
+    return DeltaEngine(tables, RULES, TempViews(spark), proofs=proofs)

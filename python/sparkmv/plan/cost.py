@@ -23,6 +23,10 @@ joins, changed or not (``delta/join.py``), as a full refresh scans it. Those *jo
 (``joined_bytes``) cost what a full refresh's scan costs per byte, so a join view whose every
 input changed (TPC-H's ``orders`` and ``lineitem`` both) reads about its base tables whatever
 the change, and breaks even only where the full refresh's own joins and write cost more.
+The joined bytes count an input even where the driver proves that a term may read it from its
+own change instead (``plan/join_keys.py``, TPC-H's RF1/RF2): such a refresh still costs more
+per statement than the model's fixed part, and the scans stand in for that
+(``docs/join-state.md``).
 
 Every join the terms run beyond the query's own joins (``extra_joins``: with two changed
 inputs ``ΔR ⋈ S + R ⋈ ΔS`` runs two where the query runs one) broadcasts its smaller side, a
