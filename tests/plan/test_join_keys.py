@@ -25,7 +25,7 @@ FIRST_ORDERS = "INSERT INTO o VALUES (1, 'a', DATE'2020-01-01'), (2, 'b', NULL),
 FIRST_LINES = "INSERT INTO l VALUES (1, 'a', 5), (1, 'a', 7), (2, 'b', 1), (3, 'a', 9), (4, 'z', 2)"
 
 VIEWS = {
-    # an aggregate above the join: its change is summed, kept as logged
+    # an aggregate above the join
     "by_c": "SELECT o.c, count(*) AS n, sum(l.x) AS total FROM o JOIN l ON o.k = l.k GROUP BY o.c",
     # rows, a local filter on the lines, the join written the other way round
     "rows": "SELECT o.k, o.d, l.x FROM l JOIN o ON l.k = o.k WHERE l.x > 2",
