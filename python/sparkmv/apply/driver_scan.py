@@ -19,13 +19,12 @@ out, which makes the hits a superset, as the key hashes' are.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from sparkmv.apply.snapshot import FILE_COLUMN
-from sparkmv.decoded_files import decoded
+from sparkmv.decoded_files import decoded, read_in_parallel
 from sparkmv.stored_columns import BUCKET_COLUMN
 
 
@@ -53,14 +52,9 @@ def rows_hit(
         bucket, name = file
         return _candidates(directory, bucket, name, first, values, schema)
 
-    with ThreadPoolExecutor(max_workers=READERS) as pool:
-        parts = list(pool.map(candidates, located))
+    parts = read_in_parallel(located, candidates)
     hits = pa.concat_tables([schema.empty_table(), *parts])
     return _matching(hits, probes) if others else hits
-
-
-READERS = 4
-"""Files read at once (pyarrow decodes without holding Python's lock)."""
 
 
 def _candidates(

@@ -375,14 +375,12 @@ def base_states(
     sizes = table_bytes(bases)
     summed = sums_its_change(root)  # then no table's change need be consolidated
     states = {}
-    reads: dict[str, set[str] | None] = {}
     for base in bases:
         size = sizes.get(base.name, 0)
         state = BaseState(LazyRows(partial(base.rows, spark)), bytes=size)
         table = consumed.get(base.name)
         if table is not None and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
-            reads[base.name] = read
             logged = base.source.row_changes(table.consumed_version, base.version, read)
             if table.logged_bytes is not None and table.logged_bytes <= SINGLE_TASK_CHANGE_BYTES:
                 logged = logged.coalesce(1)
@@ -393,6 +391,7 @@ def base_states(
             state = state.netted() if consolidated else state
         states[base.name] = state
     versions = {table.name: table.consumed_version for table in changed}
+    reads = {name: states[name].read for name in versions if name in states}
     proofs = JoinKeyProofs(spark, bases, versions, reads).only_changed if versions else None
     return delta_engine(spark, states, proofs)
 

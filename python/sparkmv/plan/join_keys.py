@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,7 +39,7 @@ from pyspark.sql.types import StructField, StructType
 
 from sparkmv import fs
 from sparkmv.capture.tracking import BaseTable
-from sparkmv.decoded_files import decoded
+from sparkmv.decoded_files import decoded, read_in_parallel
 from sparkmv.delta.engine import KeyedColumns
 from sparkmv.zset import EXACT_TYPES, WEIGHT
 
@@ -48,9 +47,6 @@ MAX_CHANGE_BYTES = 8 * 1024 * 1024
 """The most bytes of logged files (per table) the driver reads for a proof."""
 MAX_TABLE_BYTES = 1024 * 1024 * 1024
 """The most bytes of a table's files whose key columns the driver reads for a proof."""
-READERS = 4
-"""Files decoded at once."""
-
 Keys = tuple[object, ...]
 
 
@@ -127,12 +123,13 @@ class JoinKeyProofs:
         assert base.log is not None
         schema = base.log.schema
         names = [field.name for field in schema.fields if read is None or _among(field, read)]
-        names += [_named(schema, c).name for c in columns if not _among(_named(schema, c), names)]
+        keys = [_named(schema, column).name for column in columns]
+        names += [name for name in keys if name not in names]
         start = self.consumed[table]
         logged = base.log.local_row_changes(start, base.version, names, MAX_CHANGE_BYTES)
         if logged is None:
             return None
-        selected = [logged.column(_named(schema, column).name) for column in columns]
+        selected = [logged.column(name) for name in keys]
         return pa.table([*selected, logged.column(WEIGHT)], names=[*columns, WEIGHT])
 
     def _counts_now(
@@ -160,8 +157,7 @@ class JoinKeyProofs:
             return stored.filter(pc.is_in(stored.column(0), value_set=probe))
 
         try:
-            with ThreadPoolExecutor(READERS) as pool:
-                found = list(pool.map(hits, local))
+            found = read_in_parallel(local, hits)
         except (pa.ArrowException, OSError, KeyError):  # not as Spark reads it: not proven
             return None
         counted: Counter[Keys] = Counter()
