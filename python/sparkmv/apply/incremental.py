@@ -82,14 +82,13 @@ from sparkmv.apply.snapshot import (
     FILE_COLUMN,
     MASK_SCHEMA,
     ROW_COLUMN,
-    bucket_sql,
     keep_schema_readable,
-    key_hash_sql,
     mask_path,
     new_snapshot_path,
     read_mask,
     remove_path,
 )
+from sparkmv.buckets import bucket_sql, key_hash_sql
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 from sparkmv.decoded_files import decoded

@@ -44,6 +44,7 @@ from sparkmv.apply.driver_files import (
     write_empty_bucket,
     write_file,
 )
+from sparkmv.buckets import bucket_sql
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.config import STORAGE_DIR_NAME
 from sparkmv.fs import list_names, qualified, remove, warehouse_path
@@ -56,7 +57,6 @@ from sparkmv.stored_columns import (
     VISIBLE_COLUMN,
     storage_columns,
 )
-from sparkmv.zset import EXACT_TYPES
 
 SNAPSHOT_PREFIX = "snapshot-"
 MASK_DIR = "_sparkmv_mask"
@@ -80,21 +80,6 @@ def storage_root(spark: SparkSession, name: TableName) -> str:
 
 def new_snapshot_path(root: str) -> str:
     return f"{root}/{SNAPSHOT_PREFIX}{int(time.time() * 1000)}-{uuid.uuid4().hex[:8]}"
-
-
-def key_hash_sql(schema: T.StructType, columns: Sequence[str]) -> str | None:
-    """SQL for a 64-bit hash of a row's ``columns`` of hashable types (rows equal on
-    ``columns`` hash equally); None when none of them is hashable."""
-    types = {field.name: field.dataType for field in schema.fields}
-    hashed = [quote_identifier(c) for c in columns if isinstance(types[c], EXACT_TYPES)]
-    return f"xxhash64({', '.join(hashed)})" if hashed else None
-
-
-def bucket_sql(schema: T.StructType, columns: Sequence[str], buckets: int) -> str:
-    """SQL for the bucket of a row of ``schema``: the ``key_hash_sql`` of its ``columns``
-    modulo ``buckets`` (0 when none of them is hashable)."""
-    hashed = key_hash_sql(schema, columns)
-    return "CAST(0 AS INT)" if hashed is None else f"CAST(pmod({hashed}, {buckets}) AS INT)"
 
 
 def bucket_of(frame: DataFrame, columns: Sequence[str], buckets: int) -> Column:

@@ -27,6 +27,8 @@ from sparkmv.parse.statements import (
 )
 from sparkmv.plan.aggregate_view import aggregate_view
 from sparkmv.plan.cost import size
+from sparkmv.plan.driver_join import MAX_TABLE_BYTES as DRIVER_JOIN_MAX_TABLE_BYTES
+from sparkmv.plan.driver_refresh import DRIVER_CHANGE_MAX_BYTES, driver_refreshable
 from sparkmv.plan.refresh_plan import change_source, plan_refresh
 from sparkmv.plan.view_delta import delta_terms, filters_enabled, stored_change
 
@@ -125,11 +127,21 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         + "); link the others into a new snapshot, then switch the view to it."
     )
     lines.append(describe_storage_plan(context.spark, view))
-    if refresh.driver_refreshable(view, plan, bases) is not None:
+    at_driver = driver_refreshable(view, maintained, query.checked_schemas, bases)
+    if at_driver is not None and at_driver.join is None:
         lines.append(
-            f"A change of at most {size(refresh.DRIVER_CHANGE_MAX_BYTES)} of local files, to a"
+            f"A change of at most {size(DRIVER_CHANGE_MAX_BYTES)} of local files, to a"
             " view rewritten whole, is summed into its groups and merged by the driver alone:"
             " no Spark job."
+        )
+    elif at_driver is not None:
+        computed = "computed" if plan.driver_change is not None else "not computed"
+        lines.append(
+            f"Changes of at most {size(DRIVER_CHANGE_MAX_BYTES)} of local files are joined,"
+            " summed into their groups and merged by the driver alone (no Spark job) when every"
+            " input a term reads is a change, an unchanged table of at most"
+            f" {size(DRIVER_JOIN_MAX_TABLE_BYTES)} or one proven to be reached only through its"
+            f" change; this one is {computed} so."
         )
     grouped = aggregate_view(maintained.root)
     if grouped is not None and any(c.function in ("min", "max") for c in grouped.aggregate.calls):

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
+import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from sparkmv.analyze.relational import Node, read_columns
@@ -49,15 +50,14 @@ from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jobs import job_step
 from sparkmv.parse.statements import RefreshMode, RefreshStatement, RefreshTrigger, TableName
 from sparkmv.plan.aggregate_view import (
-    aggregate_view,
-    compiled_types,
     compiled_types_json,
     remember_compiled_types,
     sums_its_change,
 )
 from sparkmv.plan.cost import table_bytes
-from sparkmv.plan.driver_aggregate import DriverAggregate, driver_aggregate
+from sparkmv.plan.driver_aggregate import DriverAggregate
 from sparkmv.plan.driver_expression import DriverMergeDeclinedError
+from sparkmv.plan.driver_refresh import DRIVER_CHANGE_MAX_BYTES, driver_refreshable
 from sparkmv.plan.join_keys import JoinKeyProofs
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
@@ -249,29 +249,6 @@ def refresh_incrementally(
         )
 
 
-DRIVER_CHANGE_MAX_BYTES = 4 * 1024 * 1024
-"""A change whose logged files hold at most this many bytes may be read by the driver
-(``refreshed_at_driver``): a few tens of thousands of rows, summed in Python in tens of
-milliseconds; a larger one is summed by Spark."""
-
-
-def driver_refreshable(
-    view: MvMetadata, plan: RefreshPlan, bases: list[BaseTable]
-) -> DriverAggregate | None:
-    """The view as an aggregate view the driver can refresh by itself
-    (``plan/driver_aggregate.py``), when it is one and its types are compiled; else None."""
-    if plan.query is None:
-        return None
-    grouped = aggregate_view(plan.query.maintainability.root)
-    key = plan.query.checked_schemas
-    remember_compiled_types(key, view.compiled_types)
-    compiled = compiled_types(key)
-    tables = schemas(bases)
-    if grouped is None or compiled is None or tables is None:
-        return None
-    return driver_aggregate(grouped, compiled.result_types, tables)
-
-
 def refreshed_at_driver(
     context: CommandContext,
     view: MvMetadata,
@@ -286,8 +263,42 @@ def refreshed_at_driver(
     maintain (``plan/driver_aggregate.py``), its types are compiled, and its change and
     stored rows are small and local (``apply_at_driver``); the committed metadata. None
     (nothing written) when any of that does not hold: Spark refreshes it."""
-    driver = driver_refreshable(view, plan, bases)
-    if driver is None or plan.query is None or len(plan.changed) != 1:
+    query = plan.query
+    if query is None:
+        return None
+    driver = driver_refreshable(view, query.maintainability, query.checked_schemas, bases)
+    if driver is None:
+        return None
+    spark = context.spark
+    root = storage_root(spark, view.name)
+    try:
+        found = _change_at_driver(spark, driver, plan, bases)
+        if found is None:
+            return None
+        change, skipped = found
+        applied = apply_at_driver(spark, root, view, partial(driver.merged, change, spark=spark))
+    except DriverMergeDeclinedError:
+        return None
+    if applied is None:
+        return None
+    typed = view.with_changes(compiled_types=compiled_types_json(query.checked_schemas))
+    if filters_enabled(spark):
+        irrelevant.update(skipped)
+    return commit_change(
+        spark, context.catalog, typed, applied, plan.reason, started, lambda: irrelevant, recorder
+    )
+
+
+def _change_at_driver(
+    spark: SparkSession, driver: DriverAggregate, plan: RefreshPlan, bases: list[BaseTable]
+) -> tuple[pa.Table, dict[str, int]] | None:
+    """The change of ``driver``'s input, read and computed by the driver, and the changed
+    rows its WHERE dropped per table (the count Spark's refresh makes of those its
+    irrelevance filter, derived from the same WHERE, drops; a join's are not counted). None
+    when a change is not read at the driver. Raises ``DriverMergeDeclinedError``."""
+    if driver.join is not None:  # computed by the plan, when the driver computes it
+        return None if plan.driver_change is None else (plan.driver_change, {})
+    if len(plan.changed) != 1:
         return None
     changed = plan.changed[0]
     source = next((b.source for b in bases if b.name == changed.name), None)
@@ -298,23 +309,8 @@ def refreshed_at_driver(
     )
     if change is None:
         return None
-    spark = context.spark
-    root = storage_root(spark, view.name)
-    try:
-        change, skipped = driver.passing(change)
-        applied = apply_at_driver(spark, root, view, partial(driver.merged, change, spark=spark))
-    except DriverMergeDeclinedError:
-        return None
-    if applied is None:
-        return None
-    typed = view.with_changes(compiled_types=compiled_types_json(plan.query.checked_schemas))
-    # the rows the WHERE drops, counted where Spark's refresh counts those its irrelevance
-    # filter (derived from the same WHERE) drops
-    if driver.conditions and filters_enabled(spark):
-        irrelevant[driver.table] = skipped
-    return commit_change(
-        spark, context.catalog, typed, applied, plan.reason, started, lambda: irrelevant, recorder
-    )
+    passed, skipped = driver.passing(change)
+    return passed, ({changed.name: skipped} if driver.conditions else {})
 
 
 def refresh_fully(

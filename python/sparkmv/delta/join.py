@@ -93,7 +93,8 @@ def join_order(node: Join, start: int) -> tuple[list[int], list[list[exp.Expr]]]
     conjuncts of the condition first evaluable there (step 0: a filter on ``start``).
 
     Greedy, as Spark's ``ReorderJoin``: the next input is the first one that a conjunct
-    connects to the inputs already joined, else the first one left. Inner joins commute,
+    connects to the inputs already joined (a conjunct over it and some of them, not a filter
+    of its own), else the first one left. Inner joins commute,
     so any order gives the same Z-set; the order only decides the intermediate sizes.
     """
     pending = conjunct_inputs(node)
@@ -106,7 +107,10 @@ def join_order(node: Join, start: int) -> tuple[list[int], list[list[exp.Expr]]]
         connected = (
             index
             for index in rest
-            if any(index in inputs and inputs <= done | {index} for _, inputs in pending)
+            if any(
+                index in inputs and inputs & done and inputs <= done | {index}
+                for _, inputs in pending
+            )
         )
         chosen = next(connected, rest[0])
         rest.remove(chosen)

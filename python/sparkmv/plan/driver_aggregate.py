@@ -10,7 +10,9 @@ every statement. For the commonest aggregate view,
 (plain columns as keys; arguments the driver computes as Spark does (``driver_expression``:
 columns, constants, ``+ - *`` of numbers), a WHERE it evaluates as Spark does
 (``driver_predicate``); no DISTINCT; integral or decimal sums) the whole refresh is
-arithmetic on the changed groups (Hanson §3.6, as in ``delta/aggregate.py``):
+arithmetic on the changed groups (Hanson §3.6, as in ``delta/aggregate.py``). ``R`` may also
+be an inner join the driver evaluates (``plan/driver_join.py``), whose change ``ΔR`` the plan
+computes, when it can, from the changes and the unchanged tables' files:
 
     state(R + ΔR) = state(R) + state(σ_C(ΔR))
     state(ΔR)_g   = (Σ w, Σ w·[x IS NOT NULL], Σ w·x)   over ΔR's rows of group g
@@ -21,7 +23,8 @@ When each visible column is a key or a call, the driver computes it: ``COUNT`` i
 ``AVG``, whose rounding is Spark's division's; a HAVING; a visible expression ``f`` over keys
 and calls) Spark computes, from the changed groups' keys and state, with the very SQL of its
 own refresh (``AggregateView.with_visible_sql``) over an inline table of literals, which it
-folds while planning (no job). Python's integers
+folds while planning (no job). A new group goes to the bucket Spark's write would give it
+(``buckets.bucket_of``: Spark's ``xxhash64`` of its keys). Python's integers
 and decimals are exact; a sum outside its type's range (which Spark would refuse in ANSI mode,
 or wrap without it) is left to Spark (``DriverMergeDeclinedError``). Group keys are of
 ``KEY_TYPES``, which Arrow and Python compare as Spark does.
@@ -42,6 +45,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from sparkmv.analyze.relational import AggregateCall, Filter, Node, Project, Scan
+from sparkmv.buckets import bucket_of
 from sparkmv.delta import aggregate as agg
 from sparkmv.parse.statements import quote_identifier as q
 from sparkmv.plan.aggregate_view import AggregateView
@@ -55,6 +59,7 @@ from sparkmv.plan.driver_expression import (
     fits,
     is_number,
 )
+from sparkmv.plan.driver_join import DriverJoin, compile_join_input
 from sparkmv.plan.driver_predicate import (
     ColumnarPredicate,
     Predicate,
@@ -112,14 +117,15 @@ class Condition:
 class DriverAggregate:
     """An aggregate view the driver can refresh (``driver_aggregate``).
 
-    ``table``: its one base table; ``keys``: that table's columns the view groups by;
+    ``table``: its one base table, or None when its input is a join (``join``, whose
+    columns the names below are); ``keys``: that table's columns the view groups by;
     ``key_types``: their types; ``calls``; ``shown``: per visible column, ``(True, i)`` for
     key ``i`` or ``(False, j)`` for call ``j`` (None: some visible column computes more, which
     Spark computes, ``spark_valued``); ``view``: the view, whose ``storage()`` names the
     stored columns; ``types``: Spark's types of its calls; ``conditions``: the filters a
     change row must pass (all TRUE) to count."""
 
-    table: str
+    table: str | None
     keys: tuple[str, ...]
     key_types: tuple[T.DataType, ...]
     calls: tuple[DriverCall, ...]
@@ -127,6 +133,7 @@ class DriverAggregate:
     view: AggregateView
     types: agg.ResultTypes
     conditions: tuple[Condition, ...] = ()
+    join: DriverJoin | None = None
 
     @cached_property
     def positions(self) -> tuple[int, ...]:
@@ -247,12 +254,9 @@ class DriverAggregate:
             groups.append(
                 (key, self._new_state(state, delta.pop(key), metrics), old[BUCKET_COLUMN], old)
             )
-        if delta and buckets > 1:
-            raise DriverMergeDeclinedError("new groups need Spark's hash for their bucket")
         for key, change_state in delta.items():
-            groups.append(
-                (key, self._new_state([0] * len(change_state), change_state, metrics), 0, None)
-            )
+            new_state = self._new_state([0] * len(change_state), change_state, metrics)
+            groups.append((key, new_state, self._bucket(key, buckets), None))
         existing = [(key, state) for key, state, _, _ in groups if self._exists(state)]
         visible = iter(self._visible_values(existing, spark))
         rows = []
@@ -266,6 +270,11 @@ class DriverAggregate:
         merged = pa.concat_tables([kept, pa.Table.from_pylist(rows, schema=schema)])
         metrics["rewritten"] = merged.num_rows
         return merged, metrics
+
+    def _bucket(self, key: tuple[object, ...], buckets: int) -> int:
+        """The bucket of a new group: its key's hash (``buckets``), as Spark's write computes
+        it from the stored key columns (all of ``KEY_TYPES``, which it hashes)."""
+        return bucket_of(key, self.key_types, buckets) if buckets > 1 else 0
 
     def _new_state(
         self, old_state: list[Number], change_state: list[Number], metrics: dict[str, int]
@@ -392,9 +401,15 @@ def driver_aggregate(
     base table of ``schemas``; None otherwise."""
     node = view.aggregate
     scan, columns, conditions = _scanned(node.child, schemas)
-    if scan is None or scan.table not in schemas:
-        return None
-    table_types = {f.name: f.dataType for f in schemas[scan.table].fields}
+    join = None
+    if scan is not None and scan.table in schemas:
+        table_types = {f.name: f.dataType for f in schemas[scan.table].fields}
+    else:
+        join = compile_join_input(node.child, schemas)
+        if join is None:
+            return None
+        columns = {name: name for name in node.child.outputs}
+        table_types = dict(join.types)
     keys = [_column_of(key, columns) for key in node.keys]
     if any(k is None or not _is_key_type(table_types.get(k)) for k in keys):
         return None
@@ -405,7 +420,7 @@ def driver_aggregate(
             return None
         calls.append(found)
     return DriverAggregate(
-        scan.table,
+        None if join is not None or scan is None else scan.table,
         tuple(k for k in keys if k is not None),
         tuple(table_types[k] for k in keys if k is not None),
         tuple(calls),
@@ -413,6 +428,7 @@ def driver_aggregate(
         view,
         types,
         tuple(conditions),
+        join,
     )
 
 

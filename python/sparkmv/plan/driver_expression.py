@@ -90,8 +90,8 @@ _MONTH_UNITS = {"MONTH": 1, "MONTHS": 1, "YEAR": 12, "YEARS": 12}
 
 class DriverMergeDeclinedError(Exception):
     """The driver cannot compute this change exactly as Spark would (a value out of its
-    type's range, a product Spark rounds twice, a new group of a view stored in more than
-    one bucket): Spark refreshes it instead."""
+    type's range, a product Spark rounds twice, a join input it does not read): Spark
+    refreshes it instead."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,10 @@ prints it and DESCRIBE EXTENDED shows it as the next refresh. The rules, first m
 
 A plan that refreshes carries the estimates the cost model could make (full: when every base
 table is tracked; incremental: under rules 8 and 9); the refresh's duration is recorded
-against the chosen mode's (``RefreshStats.planned``).
+against the chosen mode's (``RefreshStats.planned``). For an aggregate view over a join, the
+plan of rules 8 and 9 first computes the change of the aggregate's input at the driver when
+it can (``plan/driver_refresh.py``): the estimate depends on it, and an incremental refresh
+then merges it without a Spark job (``RefreshPlan.driver_change``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv import frames
@@ -53,6 +57,7 @@ from sparkmv.plan.cost import (
     steps_apart,
     table_bytes,
 )
+from sparkmv.plan.driver_refresh import driver_refreshable, join_change_at_driver
 from sparkmv.plan.view_delta import checked_maintainability, maintainability_of, schemas_key
 
 NO_CHANGE = "no base table changed since the last refresh"
@@ -102,7 +107,8 @@ class RefreshPlan:
     the base tables with versions the view has not consumed. ``cost``: the estimates (None
     when a base table is untracked).
     ``query``: the view's query as analyzed for the plan (None when rule 1 decided without
-    it), which the refresh then runs."""
+    it), which the refresh then runs. ``driver_change``: the change of a join view's aggregate
+    input, when the driver computed it (``plan/driver_refresh.py``)."""
 
     mode: RefreshMode
     reason: str
@@ -110,6 +116,7 @@ class RefreshPlan:
     cost: CostEstimate | None = None
     nothing_pending: bool = False
     query: ViewQuery | None = field(default=None, compare=False, repr=False)
+    driver_change: pa.Table | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         assert not self.nothing_pending or self.mode is RefreshMode.INCREMENTAL
@@ -170,17 +177,41 @@ def plan_refresh(
     sizes = table_bytes(bases)
     names = {table.name for table in changed}
     changed = measured_changes(spark, maintainability, bases, changed)
+    at_driver = _joined_at_driver(spark, view, query, bases, changed)
+    joins_in_spark = at_driver is None  # else joined by the driver: no scan, no broadcast
     cost = estimate_cost(
         view,
         sum(sizes.values()),
         sum(table.logged_bytes or 0 for table in changed),
-        joined_bytes(maintainability.root, sizes, names),
+        joined_bytes(maintainability.root, sizes, names) if joins_in_spark else 0,
         steps_apart(maintainability.root, names),
-        extra_joins(maintainability.root, sizes, names),
+        extra_joins(maintainability.root, sizes, names) if joins_in_spark else 0,
+        joined_at_driver=not joins_in_spark,
     )
+    mode, reason = RefreshMode.INCREMENTAL, MAINTAINABLE
     if requested is None and view.policy is RefreshPolicy.AUTO and cost_based(spark):
-        return RefreshPlan(cost.cheaper(), cost.choice(), changed, cost, query=query)
-    return RefreshPlan(RefreshMode.INCREMENTAL, MAINTAINABLE, changed, cost, query=query)
+        mode, reason = cost.cheaper(), cost.choice()
+    driver_change = at_driver if mode is RefreshMode.INCREMENTAL else None
+    return RefreshPlan(mode, reason, changed, cost, query=query, driver_change=driver_change)
+
+
+def _joined_at_driver(
+    spark: SparkSession,
+    view: MvMetadata,
+    query: ViewQuery,
+    bases: list[BaseTable],
+    changed: tuple[ChangedTable, ...],
+) -> pa.Table | None:
+    """The change of the view's join input computed by the driver, when the view is an
+    aggregate over a join it maintains and the change allows it (``plan/driver_refresh.py``);
+    else None."""
+    maintained = query.maintainability
+    driver = driver_refreshable(view, maintained, query.checked_schemas, bases)
+    if driver is None or driver.join is None:
+        return None
+    consumed = {table.name: table.consumed_version for table in changed}
+    logged = [table.logged_bytes for table in changed]
+    return join_change_at_driver(spark, driver, maintained, consumed, logged, bases)
 
 
 def view_query(
