@@ -7,8 +7,9 @@ which the driver declines and Spark refreshes: a line added to or updated in a s
 order, an order deleted without its lines, a dangling line, an order's key changed, a
 duplicate order key, an update of the dimension. The views: a two-way join; a three-way join
 with a dimension filtered by a literal, a local filter on each fact table, arithmetic over
-decimals and a key from each fact table (TPC-H Q3's shape); the latter stored in three
-buckets, so that new groups are placed by the driver's own ``xxhash64``.
+decimals and a key from each fact table (TPC-H Q3's shape), stored in three buckets, so that
+new groups are placed by the driver's own ``xxhash64``; and the shapes of Q12 (CASE), Q14
+(CASE under LIKE, a ratio of sums) and Q19 (the join conjunct inside each branch of an OR).
 
 After every refresh the view equals its query run afresh and the refresh was INCREMENTAL; a
 change of refresh functions alone ran no Spark job.
@@ -46,6 +47,26 @@ VIEWS = {
         " FROM cu, o, l WHERE cu.seg = 'B' AND cu.c = o.c AND l.k = o.k"
         " AND (o.d IS NULL OR o.d < DATE'2021-01-01') AND l.x > 1 GROUP BY l.k, o.d, o.pri",
         "3",
+    ),
+    # TPC-H Q12's shape: CASE over a disjunction
+    "q12": (
+        "SELECT l.s, sum(CASE WHEN o.c = 'a' OR o.c = 'b' THEN 1 ELSE 0 END) AS hi,"
+        " sum(CASE WHEN o.c <> 'a' AND o.c <> 'b' THEN 1 ELSE 0 END) AS lo"
+        " FROM o, l WHERE o.k = l.k AND l.x IN (1, 3, 5, 7, 9) GROUP BY l.s",
+        "2",
+    ),
+    # Q14's: a CASE of a decimal and 0 under LIKE, a global aggregate, a ratio of calls
+    "q14": (
+        "SELECT 100.00 * sum(CASE WHEN cu.seg LIKE 'B%' THEN l.p * (1 - 0.1) ELSE 0 END)"
+        " / nullif(sum(l.p), 0) AS promo FROM l, o, cu WHERE l.k = o.k AND o.c = cu.c",
+        "1",
+    ),
+    # Q19's: the join conjunct repeated in every branch of an OR
+    "q19": (
+        "SELECT sum(l.p * (1 - 0.05)) AS revenue FROM l, o"
+        " WHERE (o.k = l.k AND o.c = 'a' AND l.x BETWEEN 1 AND 5)"
+        " OR (o.k = l.k AND o.c IN ('b', 'c') AND l.x >= 5)",
+        "1",
     ),
 }
 

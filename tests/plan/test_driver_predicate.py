@@ -13,7 +13,12 @@ import pytest
 import sqlglot
 from pyspark.sql import types as T
 from sparkmv.plan.driver_expression import arrow_type
-from sparkmv.plan.driver_predicate import Predicate, columnar_predicate, compile_predicate
+from sparkmv.plan.driver_predicate import (
+    Predicate,
+    columnar_predicate,
+    compile_predicate,
+    compile_value,
+)
 from sqlglot import exp
 
 TYPES: dict[str, T.DataType] = {
@@ -71,6 +76,11 @@ def compiled(where: str) -> Predicate | None:
         ("t IN (DATE '2000-01-01', NULL)", {"t": datetime.date(2000, 1, 1)}, True),
         ("d IN (1, 2.5)", {"d": decimal.Decimal("2.50")}, True),
         ("d * 2 IN (1, NULL)", {"d": decimal.Decimal("0.25")}, None),
+        ("s LIKE 'PROMO%'", {"s": "PROMO BRUSHED"}, True),
+        ("s LIKE 'PROMO%'", {"s": "promo"}, False),
+        ("s LIKE 'é%'", {"s": "éa"}, True),
+        ("s NOT LIKE '%'", {"s": ""}, False),
+        ("s LIKE 'x%'", {"s": None}, None),
     ],
 )
 def test_three_valued_logic(where: str, row: dict[str, object], expected: bool | None) -> None:
@@ -101,7 +111,59 @@ def test_three_valued_logic(where: str, row: dict[str, object], expected: bool |
         "i > 1e3",  # a double literal
         "l < 0.0000000000000000001",  # their common decimal would need 39 digits
         "i IN (SELECT 1)",
+        "s LIKE '%PROMO'",  # a wildcard other than a trailing %
+        "s LIKE 'a_%'",
+        "s LIKE 'a'",
+        "s LIKE 'a\\%%'",  # an escape
+        "ci LIKE 'x%'",
+        "i LIKE '1%'",
     ],
 )
 def test_what_the_grammar_leaves_to_spark(where: str) -> None:
     assert compiled(where) is None
+
+
+@pytest.mark.parametrize(
+    ("case", "row", "expected", "kind"),
+    [
+        ("CASE WHEN s = 'a' OR s = 'b' THEN 1 ELSE 0 END", {"s": "b"}, 1, T.IntegerType()),
+        ("CASE WHEN s = 'a' OR s = 'b' THEN 1 ELSE 0 END", {"s": None}, 0, T.IntegerType()),
+        ("CASE WHEN i > 1 THEN l END", {"i": 0, "l": 5}, None, T.LongType()),
+        ("CASE WHEN i > 1 THEN i WHEN i > 0 THEN l ELSE 7 END", {"i": 1, "l": 9}, 9, T.LongType()),
+        (  # a decimal with an integer: DECIMAL(10, 0) widened to the decimal's scale
+            "CASE WHEN s LIKE 'P%' THEN d * (1 - d) ELSE 0 END",
+            {"s": "PX", "d": decimal.Decimal("0.50")},
+            decimal.Decimal("0.2500"),
+            T.DecimalType(22, 4),
+        ),
+        (
+            "CASE WHEN s LIKE 'P%' THEN d ELSE 0 END",
+            {"s": "Q", "d": decimal.Decimal("0.50")},
+            decimal.Decimal("0.00"),
+            T.DecimalType(12, 2),
+        ),
+    ],
+)
+def test_case_takes_the_first_true_branch(
+    case: str, row: dict[str, object], expected: object, kind: T.DataType
+) -> None:
+    compiled_case = compile_value(sqlglot.parse_one(case, read="spark"), COLUMNS, TYPES)
+    assert compiled_case is not None
+    assert compiled_case.data_type == kind
+    assert compiled_case.evaluate(row) == expected
+    table = pa.table({c: pa.array([v], arrow_type(TYPES[c])) for c, v in row.items()})
+    assert compiled_case.columnar is not None
+    assert compiled_case.columnar(table)[0].as_py() == expected
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "CASE i WHEN 1 THEN 2 END",  # a simple CASE
+        "CASE WHEN i > 1 THEN 'x' ELSE 1 END",  # no common type the driver computes
+        "CASE WHEN f > 1 THEN 1 END",  # a condition outside the grammar
+        "CASE WHEN i > 1 THEN f END",  # a floating-point value
+    ],
+)
+def test_what_case_leaves_to_spark(case: str) -> None:
+    assert compile_value(sqlglot.parse_one(case, read="spark"), COLUMNS, TYPES) is None

@@ -54,7 +54,6 @@ from sparkmv.plan.driver_expression import (
     DriverMergeDeclinedError,
     Number,
     Typed,
-    compile_expression,
     decimal_shape,
     fits,
     is_number,
@@ -65,6 +64,7 @@ from sparkmv.plan.driver_predicate import (
     Predicate,
     columnar_predicate,
     compile_predicate,
+    compile_value,
     predicate_columns,
 )
 from sparkmv.stored_columns import BUCKET_COLUMN, VISIBLE_COLUMN
@@ -487,7 +487,7 @@ def _driver_call(
         return None
     if call.argument is None:
         return DriverCall("count", None, (), None, None)
-    argument = compile_expression(call.argument, columns, table_types)
+    argument = compile_value(call.argument, columns, table_types)
     if argument is None:
         return None
     column = _column_of(call.argument, columns)

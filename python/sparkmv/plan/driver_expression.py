@@ -429,6 +429,28 @@ def decimal_shape(operand: Typed) -> tuple[int, int]:
     return _INTEGRAL_DIGITS[_INTEGRAL_RANKS[type(data_type)]], 0
 
 
+def wider_type(data_types: list[T.DataType]) -> T.DataType | None:
+    """Spark's common type of a CASE's branches (``findWiderCommonType``): their one type, the
+    widest integral of integrals, or the wider decimal when one is a decimal (an integral as
+    the DECIMAL of all its type's digits: DECIMAL(10, 0) for INT, literals too); None for
+    anything else, which the driver leaves to Spark."""
+    if all(t == data_types[0] for t in data_types):
+        return data_types[0]
+    if not all(is_number(t) for t in data_types):
+        return None
+    ranks = [_INTEGRAL_RANKS.get(type(t)) for t in data_types]
+    if all(rank is not None for rank in ranks):
+        return _INTEGRAL_BY_RANK[max(rank for rank in ranks if rank is not None)]
+    shapes = [
+        (t.precision, t.scale)
+        if isinstance(t, T.DecimalType)
+        else (_INTEGRAL_DIGITS[_INTEGRAL_RANKS[type(t)]], 0)
+        for t in data_types
+    ]
+    scale = max(s for _, s in shapes)
+    return T.DecimalType(min(max(p - s for p, s in shapes) + scale, MAX_PRECISION), scale)
+
+
 def _adjusted(precision: int, scale: int) -> T.DecimalType:
     """Spark's ``DecimalType.adjustPrecisionScale`` with precision loss allowed."""
     if precision <= MAX_PRECISION:

@@ -9,7 +9,9 @@ read at the driver, the driver computes the join rule's terms itself (``delta/jo
     Δ(R_1 ⋈ … ⋈ R_n) = Σ_i  R_1,new ⋈ … ⋈ R_i−1,new ⋈ ΔR_i ⋈ R_i+1,old ⋈ … ⋈ R_n,old
 
 each term a chain of hash joins (pyarrow's) on the equi-conjuncts ``a = b`` its step can
-evaluate, the other conjuncts filtering its result, the weights multiplied. A term reads an
+evaluate, the other conjuncts filtering its result, the weights multiplied. A selection over
+the join and nested joins are one join under all their conditions, with the conjuncts that
+every branch of a disjunction repeats taken out of it (``_factored``). A term reads an
 input other than its change in one of two ways, and declines otherwise
 (``DriverJoinDeclinedError``: Spark refreshes the view):
 
@@ -48,7 +50,7 @@ from sparkmv.analyze.ir import Filter, Join, Node, Project, Scan
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.decoded_files import decoded, read_in_parallel
 from sparkmv.delta.engine import KeyedColumns
-from sparkmv.delta.join import conjunct_inputs, equated, join_order
+from sparkmv.delta.join import conjunct_inputs, conjuncts_of, equated, join_order
 from sparkmv.delta.selection import selected_join
 from sparkmv.plan.driver_expression import (
     DriverMergeDeclinedError,
@@ -60,6 +62,9 @@ from sparkmv.zset import EXACT_TYPES, WEIGHT
 
 MAX_TABLE_BYTES = 64 * 1024 * 1024
 """The most bytes of an unchanged table's files the driver decodes for a term."""
+MAX_JOINED_ROWS = 1_000_000
+"""The most rows a term's joins may produce at the driver (a join of a change with a key
+that many rows share); more are left to Spark."""
 KEY_TYPES = tuple(t for t in EXACT_TYPES if t not in (T.TimestampType, T.TimestampNTZType))
 """Join key types whose Arrow values are equal exactly when Spark's are."""
 _JOINED_WEIGHT = f"{WEIGHT}_joined"
@@ -152,7 +157,7 @@ def _flattened(node: Node) -> Node:
     if isinstance(node, Filter):
         child = _flattened(node.child)
         if isinstance(child, Join):
-            return selected_join(Filter(child, node.predicate), child)
+            return _flattened(selected_join(Filter(child, node.predicate), child))
         return Filter(child, node.predicate)
     if isinstance(node, Project):
         return Project(_flattened(node.child), node.expressions, node.outputs, node.native)
@@ -165,8 +170,38 @@ def _flattened(node: Node) -> Node:
                 conditions += [child.condition] if child.condition is not None else []
             else:
                 inputs.append(child)
-        return Join(tuple(inputs), exp.and_(*conditions) if conditions else None)
+        factored = [c for condition in conditions for c in _factored(conjuncts_of(condition))]
+        return Join(tuple(inputs), exp.and_(*factored) if factored else None)
     return node
+
+
+def _factored(conjuncts: list[exp.Expr]) -> list[exp.Expr]:
+    """``conjuncts`` with the conjuncts common to every branch of a disjunction taken out of
+    it: ``(A ∧ B_1) ∨ … ∨ (A ∧ B_n) = A ∧ (B_1 ∨ … ∨ B_n)`` (distributivity, which holds in
+    SQL's three-valued logic too), so that a join condition repeated in each branch (TPC-H
+    Q19's ``p_partkey = l_partkey``) is a join key. A branch left with nothing makes the
+    disjunction ``A`` alone (absorption)."""
+    found: list[exp.Expr] = []
+    for conjunct in conjuncts:
+        branches = [conjuncts_of(b) for b in _disjuncts(conjunct)]
+        common = [c for c in branches[0] if all(c in branch for branch in branches[1:])]
+        if len(branches) < 2 or not common:
+            found.append(conjunct)
+            continue
+        found += common
+        rests = [[c for c in branch if c not in common] for branch in branches]
+        if all(rests):
+            found.append(exp.or_(*(exp.and_(*rest) for rest in rests)))
+    return found
+
+
+def _disjuncts(condition: exp.Expr) -> list[exp.Expr]:
+    """The disjuncts of ``condition`` (nested ORs and parentheses flattened)."""
+    if isinstance(condition, exp.Paren):
+        return _disjuncts(condition.this)
+    if isinstance(condition, exp.Or):
+        return _disjuncts(condition.this) + _disjuncts(condition.expression)
+    return [condition]
 
 
 @dataclass
@@ -259,7 +294,7 @@ class DriverJoin:
         ``DriverMergeDeclinedError`` where the driver does not compute it as Spark would."""
         try:
             return _Evaluation(self.compiled, tables).change(self.node)
-        except pa.ArrowInvalid as error:  # an overflow Spark would raise, a type Acero lacks
+        except pa.ArrowException as error:  # an overflow Spark would raise, a type Acero lacks
             raise DriverJoinDeclinedError(f"Arrow: {error}") from None
 
 
@@ -353,26 +388,27 @@ class _Evaluation:
             pairs, residual = [], []
             for conjunct in conjuncts:
                 found = compiled[id(conjunct)]
-                pair = _sides(conjunct, joined.column_names, right.column_names)
-                if found.equi and pair is not None:
+                pair = _sides(conjunct, found, joined.column_names, right.column_names)
+                if pair is not None:
                     pairs.append(pair)
                 else:
                     residual.append(found.predicate)
             if not pairs:
                 raise DriverJoinDeclinedError("a join step without an equi-conjunct")
             joined = _filtered(_hash_join(joined, right, pairs), residual)
+            if joined.num_rows > MAX_JOINED_ROWS:
+                raise DriverJoinDeclinedError("a term joins too many rows for the driver")
         return joined.select([*(o for o in node.outputs if o in joined.column_names), WEIGHT])
 
 
 def _hash_join(left: pa.Table, right: pa.Table, pairs: list[tuple[str, str]]) -> pa.Table:
     """``left ⋈ right`` on the column pairs (NULL matching nothing), weights multiplied."""
     right = right.rename_columns([_JOINED_WEIGHT if n == WEIGHT else n for n in right.column_names])
+    left_keys, right_keys = [a for a, _ in pairs], [b for _, b in pairs]
+    if left.num_rows < right.num_rows:  # Acero hashes its right input: the smaller one
+        left, right, left_keys, right_keys = right, left, right_keys, left_keys
     joined = left.join(
-        right,
-        keys=[a for a, _ in pairs],
-        right_keys=[b for _, b in pairs],
-        join_type="inner",
-        coalesce_keys=False,
+        right, keys=left_keys, right_keys=right_keys, join_type="inner", coalesce_keys=False
     )
     weight = pc.multiply_checked(joined.column(WEIGHT), joined.column(_JOINED_WEIGHT))
     joined = joined.drop_columns([WEIGHT, _JOINED_WEIGHT])
@@ -425,9 +461,13 @@ def _equi(conjunct: exp.Expr, types: Mapping[str, T.DataType]) -> bool:
     return first is not None and first == second and _key_type(first)
 
 
-def _sides(conjunct: exp.Expr, left: Sequence[str], right: Sequence[str]) -> tuple[str, str] | None:
-    """An equi-conjunct's columns as (left's, right's), or None when both are on one side
-    (then it is a filter)."""
+def _sides(
+    conjunct: exp.Expr, compiled: Conjunct, left: Sequence[str], right: Sequence[str]
+) -> tuple[str, str] | None:
+    """An equi-conjunct's columns as (left's, right's), or None when it is none or both of
+    its columns are on one side (then it is a filter)."""
+    if not compiled.equi:
+        return None
     a, b = conjunct.this.name, conjunct.expression.name
     if a in left and b in right:
         return a, b

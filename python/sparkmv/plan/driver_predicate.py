@@ -13,7 +13,12 @@ the view is refreshed by Spark (``compile_predicate`` returns None):
   binary-collation strings (compared by code point, the order of the UTF-8 bytes Spark
   compares);
 - ``a IS [NOT] NULL``, ``a [NOT] IN (constants…)`` (NULL when no constant equals the value
-  and one of them is NULL), a boolean column, ``TRUE``, ``FALSE``, ``NULL``.
+  and one of them is NULL), a boolean column, ``TRUE``, ``FALSE``, ``NULL``;
+- ``a [NOT] LIKE 'prefix%'`` of a binary-collation string: whether ``a`` starts with the
+  prefix (no other wildcard, no escape).
+
+``compile_value`` compiles an aggregate's argument: an expression, or ``CASE WHEN p THEN v …
+[ELSE e] END`` over predicates and values of this grammar, of the branches' common type.
 
 A row passes the WHERE when the predicate is TRUE (not FALSE, not NULL).
 
@@ -40,6 +45,7 @@ from sparkmv.plan.driver_expression import (
     compile_expression,
     decimal_shape,
     is_number,
+    wider_type,
 )
 
 Predicate = Callable[[Row], bool | None]
@@ -90,12 +96,89 @@ def compile_predicate(
         return lambda row: value_of(row) is None
     if isinstance(node, exp.In):
         return _in(node, columns, types)
+    if isinstance(node, exp.Like):
+        found = _prefix_like(node, columns, types)
+        if found is None:
+            return None
+        value_of, prefix = found[0].evaluate, found[1]
+        holds: Predicate = lambda row: _starts_with(value_of(row), prefix)  # noqa: E731
+        return _not(holds) if node.args.get("negate") else holds
     if isinstance(node, exp.Between):
         rewritten = _between(node)
         return None if rewritten is None else compile_predicate(rewritten, columns, types)
     if type(node) in _COMPARISONS:
         return _comparison(node, columns, types)
     return None
+
+
+def compile_value(
+    node: exp.Expr, columns: Mapping[str, str], types: Mapping[str, T.DataType]
+) -> Typed | None:
+    """``node`` compiled as ``compile_expression`` compiles it, or, when it is
+    ``CASE WHEN p_1 THEN v_1 … [ELSE e] END``, as the first ``v_i`` whose ``p_i`` is TRUE
+    (else ``e``, or NULL), of the branches' common type (``wider_type``), each value cast
+    to it (a decimal exactly, or ``DriverMergeDeclinedError``)."""
+    if not isinstance(node, exp.Case) or node.this is not None:
+        return compile_expression(node, columns, types)
+    conditions = [compile_predicate(branch.this, columns, types) for branch in node.args["ifs"]]
+    masks = [columnar_predicate(branch.this, columns, types) for branch in node.args["ifs"]]
+    values = [
+        compile_expression(branch.args["true"], columns, types) for branch in node.args["ifs"]
+    ]
+    default = node.args.get("default")
+    otherwise = None if default is None else compile_expression(default, columns, types)
+    branches = [*values, otherwise] if default is not None else values
+    if any(c is None for c in conditions) or any(v is None for v in branches):
+        return None
+    typed = [v for v in branches if v is not None]
+    result = wider_type([v.data_type for v in typed])
+    if result is None or not (is_number(result) or _binary_string(result)):
+        return None
+    target = arrow_type(result)
+    checks = [c for c in conditions if c is not None]
+    outcomes = [v for v in values if v is not None]
+
+    def evaluate(row: Row) -> object:
+        for holds, value in zip(checks, outcomes, strict=True):
+            if holds(row) is True:
+                return _cast_value(value.evaluate(row), target)
+        return None if otherwise is None else _cast_value(otherwise.evaluate(row), target)
+
+    columnar = None
+    if all(m is not None for m in masks) and all(v.vectorized for v in typed):
+
+        def columnar(table: pa.Table) -> pa.Array | pa.ChunkedArray:
+            size = table.num_rows
+            chosen = _broadcast(
+                pa.scalar(None, target) if otherwise is None else otherwise.over(table),
+                target,
+                size,
+            )
+            for mask, value in reversed(list(zip(masks, outcomes, strict=True))):
+                assert mask is not None
+                holds = _broadcast(mask(table), pa.bool_(), size)
+                chosen = pc.if_else(
+                    pc.fill_null(holds, False), _broadcast(value.over(table), target, size), chosen
+                )
+            return chosen
+
+    return Typed(evaluate, result, False, columnar=columnar)
+
+
+def _broadcast(
+    values: pa.Array | pa.ChunkedArray | pa.Scalar, target: pa.DataType, size: int
+) -> pa.Array | pa.ChunkedArray:
+    """``values`` cast to ``target`` (checked), a scalar repeated ``size`` times."""
+    cast = cast_checked(values, target)
+    return pa.repeat(cast, size) if isinstance(cast, pa.Scalar) else cast
+
+
+def _cast_value(value: object, target: pa.DataType) -> object:
+    """A branch's value as the CASE's type has it (checked, as ``cast_checked``)."""
+    if value is None:
+        return None
+    cast = cast_checked(pa.array([value]), target)
+    return cast[0].as_py()
 
 
 def predicate_columns(predicate: exp.Expr, columns: Mapping[str, str]) -> list[str]:
@@ -125,6 +208,31 @@ def _comparison(
         return None if x is None or y is None else bool(compare(x, y))
 
     return evaluate
+
+
+def _prefix_like(
+    node: exp.Like, columns: Mapping[str, str], types: Mapping[str, T.DataType]
+) -> tuple[Typed, str] | None:
+    """``a [NOT] LIKE 'p%'`` (no other wildcard, no escape) of a binary-collation string ``a``:
+    ``a`` compiled and the prefix ``p``, which the string starts with exactly when Spark's
+    ``LIKE`` holds."""
+    pattern = node.expression
+    if node.args.get("escape") is not None or not isinstance(pattern, exp.Literal):
+        return None
+    text = pattern.this
+    if not pattern.is_string or not text.endswith("%"):
+        return None
+    prefix = text[:-1]
+    if any(c in prefix for c in "%_\\"):
+        return None
+    tested = compile_expression(node.this, columns, types)
+    if tested is None or not _binary_string(tested.data_type):
+        return None
+    return tested, prefix
+
+
+def _starts_with(value: object, prefix: str) -> bool | None:
+    return None if value is None else str(value).startswith(prefix)
 
 
 def _between(node: exp.Between) -> exp.Expr | None:
@@ -286,6 +394,14 @@ def _columnar(
         return lambda table: pc.is_null(tested.over(table))
     if isinstance(node, exp.In):
         return _columnar_in(node, columns, types)
+    if isinstance(node, exp.Like):
+        found = _prefix_like(node, columns, types)
+        if found is None or not found[0].vectorized:
+            return None
+        string, prefix = found
+        if node.args.get("negate"):  # NOT LIKE
+            return lambda table: pc.invert(pc.starts_with(string.over(table), pattern=prefix))
+        return lambda table: pc.starts_with(string.over(table), pattern=prefix)
     a = compile_expression(node.this, columns, types)
     b = compile_expression(node.expression, columns, types)
     if a is None or b is None or not (a.vectorized and b.vectorized):
