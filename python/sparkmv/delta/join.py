@@ -94,8 +94,8 @@ def join_order(node: Join, start: int) -> tuple[list[int], list[list[exp.Expr]]]
 
     Greedy, as Spark's ``ReorderJoin``: the next input is the first one that a conjunct
     connects to the inputs already joined (a conjunct over it and some of them, not a filter
-    of its own), else the first one left. Inner joins commute,
-    so any order gives the same Z-set; the order only decides the intermediate sizes.
+    of its own), else the first one left. Inner joins commute, so any order gives the same
+    Z-set; the order only decides the intermediate sizes.
     """
     pending = conjunct_inputs(node)
     order = [start]
