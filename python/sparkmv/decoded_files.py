@@ -12,12 +12,17 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructField, StructType
+
+from sparkmv import fs
 
 File = TypeVar("File")
 
@@ -74,3 +79,21 @@ def read_in_parallel(files: Iterable[File], read: Callable[[File], pa.Table]) ->
     """``read`` of each of ``files``, ``READERS`` at a time, in the order of ``files``."""
     with ThreadPoolExecutor(max_workers=READERS) as pool:
         return list(pool.map(read, files))
+
+
+def arrow_schema(fields: Sequence[StructField]) -> pa.Schema:
+    """The Arrow schema the driver decodes the Spark columns ``fields`` of a file as: their
+    Arrow types, every column nullable (as Spark reads a parquet file's columns)."""
+    return pa.schema([f.with_nullable(True) for f in to_arrow_schema(StructType(list(fields)))])
+
+
+def local_paths(spark: SparkSession, paths: Iterable[str]) -> list[str] | None:
+    """``paths`` as paths of the local file system the driver reads (``fs.os_path``), None
+    when one of them is not there."""
+    local = []
+    for path in paths:
+        found = fs.os_path(spark, path)
+        if found is None:
+            return None
+        local.append(found)
+    return local

@@ -46,12 +46,12 @@ from functools import partial
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from sparkmv import frames, fs
 from sparkmv.capture.files import DataFile, PartitionSpec, TableFiles, delete_retired
 from sparkmv.capture.source import ChangeRangeError
+from sparkmv.decoded_files import arrow_schema, local_paths
 from sparkmv.frames import ParquetRead
 from sparkmv.parse.statements import quote_identifier, sql_string
 from sparkmv.zset import WEIGHT, consolidate
@@ -511,13 +511,12 @@ class ChangeLog:
             return None
         weighted = [(ref.path, w) for refs, w in logged.files_by_weight() for ref in refs]
         weighted += [(d, w) for dirs, w in logged.rows_by_weight() for d in dirs]
-        local = [(fs.os_path(self.spark, path), w) for path, w in weighted]
-        files = [(path, w) for path, w in local if path is not None]
-        if len(files) < len(local) or _local_bytes([p for p, _ in files]) > max_bytes:
+        local = local_paths(self.spark, (path for path, _ in weighted))
+        if local is None or _local_bytes(local) > max_bytes:
             return None
+        files = list(zip(local, (w for _, w in weighted), strict=True))
         fields = {f.name: f for f in self.schema.fields}
-        spark_schema = StructType([fields[c] for c in columns])
-        schema = pa.schema([f.with_nullable(True) for f in to_arrow_schema(spark_schema)])
+        schema = arrow_schema([fields[c] for c in columns])
         try:
             tables = [_weighted_table(path, schema, w) for path, w in files]
         except (pa.ArrowException, OSError, KeyError):  # not as Spark reads it: let Spark

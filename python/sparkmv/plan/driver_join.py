@@ -42,13 +42,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import to_arrow_schema
 from sqlglot import exp
 
-from sparkmv import fs
 from sparkmv.analyze.ir import Filter, Join, Node, Project, Scan
 from sparkmv.capture.tracking import BaseTable
-from sparkmv.decoded_files import decoded, read_in_parallel
+from sparkmv.decoded_files import arrow_schema, decoded, local_paths, read_in_parallel
 from sparkmv.delta.engine import KeyedColumns
 from sparkmv.delta.join import conjunct_inputs, conjuncts_of, equated, join_order
 from sparkmv.delta.selection import selected_join
@@ -257,13 +255,11 @@ class DriverTables:
             raise DriverJoinDeclinedError(f"{table} is partitioned")
         if sum(file.size for file in files.files) > MAX_TABLE_BYTES:
             raise DriverJoinDeclinedError(f"{table} is too large to read at the driver")
-        paths = [fs.os_path(self.spark, file.path) for file in files.files]
-        local = [path for path in paths if path is not None]
-        if len(local) < len(paths):
+        local = local_paths(self.spark, (file.path for file in files.files))
+        if local is None:
             raise DriverJoinDeclinedError(f"{table}'s files are not local")
         fields = {f.name: f for f in base.log.schema.fields}
-        spark_schema = T.StructType([fields[c] for c in self.reads[table]])
-        schema = pa.schema([f.with_nullable(True) for f in to_arrow_schema(spark_schema)])
+        schema = arrow_schema([fields[c] for c in self.reads[table]])
         try:
             parts = read_in_parallel(local, lambda path: decoded(path, schema))
         except (pa.ArrowException, OSError, KeyError):  # not as Spark reads it

@@ -34,12 +34,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from sparkmv import fs
 from sparkmv.capture.tracking import BaseTable
-from sparkmv.decoded_files import decoded, read_in_parallel
+from sparkmv.decoded_files import arrow_schema, decoded, local_paths, read_in_parallel
 from sparkmv.delta.engine import KeyedColumns
 from sparkmv.zset import EXACT_TYPES, WEIGHT
 
@@ -144,12 +142,10 @@ class JoinKeyProofs:
             return None
         if sum(file.size for file in base.files.files) > MAX_TABLE_BYTES:
             return None
-        paths = [fs.os_path(self.spark, file.path) for file in base.files.files]
-        local = [path for path in paths if path is not None]
-        if len(local) < len(paths):
+        local = local_paths(self.spark, (file.path for file in base.files.files))
+        if local is None:
             return None
-        fields = [_named(base.log.schema, column) for column in columns]
-        schema = pa.schema([f.with_nullable(True) for f in to_arrow_schema(StructType(fields))])
+        schema = arrow_schema([_named(base.log.schema, column) for column in columns])
         probe = pa.array([key[0] for key in wanted], schema.field(0).type)
 
         def hits(path: str) -> pa.Table:
