@@ -49,7 +49,8 @@ class StoredFiles:
                 self._tables.move_to_end(key)
                 return table
         read = pq.read_table(path, columns=schema.names, coerce_int96_timestamp_unit="us")
-        table = pa.table([read[n].cast(schema.field(n).type) for n in schema.names], schema=schema)
+        columns = [read[n].cast(schema.field(n).type) for n in schema.names]
+        table = pa.table(columns, schema=schema) if columns else read  # keeps its row count
         with self._lock:
             if key not in self._tables and table.nbytes <= self.max_bytes:
                 self._tables[key] = table

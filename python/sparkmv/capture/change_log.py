@@ -44,14 +44,13 @@ from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from sparkmv import frames, fs
 from sparkmv.capture.files import DataFile, PartitionSpec, TableFiles, delete_retired
 from sparkmv.capture.source import ChangeRangeError
-from sparkmv.decoded_files import arrow_schema, local_paths
+from sparkmv.decoded_files import arrow_schema, decoded, local_paths
 from sparkmv.frames import ParquetRead
 from sparkmv.parse.statements import quote_identifier, sql_string
 from sparkmv.zset import WEIGHT, consolidate
@@ -678,11 +677,11 @@ def _local_bytes(paths: list[str]) -> int:
 
 def _weighted_table(path: str, schema: pa.Schema, weight: int) -> pa.Table:
     """The columns ``schema`` of the local parquet file or directory ``path`` (its hidden
-    files, such as ``_SUCCESS``, skipped), cast to ``schema``, each row weighing ``weight``."""
-    table = pq.read_table(path, columns=schema.names)
+    files, such as ``_SUCCESS``, skipped), cast to ``schema``, each row weighing ``weight``:
+    decoded once by this process (logged files never change, ``decoded_files``)."""
+    table = decoded(path, schema)
     weights = pa.repeat(weight, table.num_rows)  # a table of no columns loses its rows in a cast
-    columns = [table.column(field.name).cast(field.type) for field in schema]
-    return pa.Table.from_arrays([*columns, weights], schema=schema.append(_WEIGHT_FIELD))
+    return pa.Table.from_arrays([*table.columns, weights], schema=schema.append(_WEIGHT_FIELD))
 
 
 def _literal(value: str | None) -> str:

@@ -18,7 +18,8 @@ The driver takes them (``JoinKeyProofs.only_changed``), all linear in the logged
 netting is needed: ``K`` is the keys of ``R_i``'s logged rows (a superset of the net
 change's, read for the columns the refresh reads, so that the updates the refresh skips are
 skipped here too); ``n_new(k)`` counts the key columns of ``R_j``'s files as the refresh
-reads them (each file decoded once, ``decoded_files``); ``n_old(k) = n_new(k) − Σ w`` over
+reads them (each file decoded once, ``decoded_files``; a single integer column's counts are
+kept and moved forward along the log, ``key_counts``); ``n_old(k) = n_new(k) − Σ w`` over
 ``R_j``'s logged rows at ``k`` (an update that assigns no key column changes no count, and is
 skipped). Only local files, small changes (``MAX_CHANGE_BYTES``), tables of at most
 ``MAX_TABLE_BYTES`` and key columns compared exactly (``zset.EXACT_TYPES``, the same type on
@@ -29,8 +30,9 @@ proof fails, and the term reads ``R_j``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
@@ -39,6 +41,7 @@ from pyspark.sql.types import StructField, StructType
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.decoded_files import arrow_schema, decoded, local_paths, read_in_parallel
 from sparkmv.delta.engine import KeyedColumns
+from sparkmv.plan.key_counts import KeyCounts, integral, keep_counts, kept_counts
 from sparkmv.zset import EXACT_TYPES, WEIGHT
 
 MAX_CHANGE_BYTES = 8 * 1024 * 1024
@@ -146,22 +149,53 @@ class JoinKeyProofs:
         if local is None:
             return None
         schema = arrow_schema([_named(base.log.schema, column) for column in columns])
-        probe = pa.array([key[0] for key in wanted], schema.field(0).type)
-
-        def hits(path: str) -> pa.Table:
-            stored = decoded(path, schema)
-            return stored.filter(pc.is_in(stored.column(0), value_set=probe))
-
-        try:
-            found = read_in_parallel(local, hits)
-        except (pa.ArrowException, OSError, KeyError):  # not as Spark reads it: not proven
+        indexed = len(columns) == 1 and pa.types.is_integer(schema.field(0).type)
+        if indexed:
+            counts = kept_counts(base.log, base.version, base.files.digest, schema.names[0])
+            if counts is not None:
+                return _counted_at(counts, wanted)
+        stored = _read(local, lambda path: decoded(path, schema))
+        if stored is None:
             return None
-        counted: Counter[Keys] = Counter()
-        for part in found:
-            for key in _tuples(part.rename_columns(list(columns)), columns):
-                if key in wanted:
-                    counted[key] += 1
+        if indexed:
+            values = pa.chunked_array(
+                [c for t in stored for c in t.column(0).chunks], schema[0].type
+            )
+            name = schema.names[0]
+            keep_counts(base.log, base.version, base.files.digest, name, lambda: integral(values))
+        return _counted_in(stored, columns, wanted)
+
+
+def _counted_at(counts: KeyCounts, wanted: set[Keys]) -> Counter[Keys]:
+    """``counts`` (of one integer column) at each key of ``wanted``."""
+    keys = list(wanted)
+    found = counts.at(np.array([key[0] for key in keys], np.int64))
+    return Counter(dict(zip(keys, found.tolist(), strict=True)))
+
+
+def _counted_in(
+    stored: list[pa.Table], columns: tuple[str, ...], wanted: set[Keys]
+) -> Counter[Keys]:
+    """The rows of ``stored`` (a table's key ``columns``, file by file) at each key of
+    ``wanted``."""
+    counted: Counter[Keys] = Counter()
+    if not stored:
         return counted
+    probe = pa.array([key[0] for key in wanted], stored[0].schema.field(0).type)
+    for table in stored:
+        hits = table.filter(pc.is_in(table.column(0), value_set=probe))
+        for key in _tuples(hits.rename_columns(list(columns)), columns):
+            if key in wanted:
+                counted[key] += 1
+    return counted
+
+
+def _read(local: list[str], read: Callable[[str], pa.Table]) -> list[pa.Table] | None:
+    """``read`` of each local file, None when one is not as Spark reads it."""
+    try:
+        return read_in_parallel(local, read)
+    except (pa.ArrowException, OSError, KeyError):  # not as Spark reads it: not proven
+        return None
 
 
 def _field(schema: StructType, column: str) -> StructField | None:
