@@ -40,6 +40,8 @@ MAX_LOGGED_BYTES = 8 * 1024 * 1024
 MAX_KEPT_BYTES = 256 * 1024 * 1024
 """The most bytes of counts the driver keeps between refreshes, the least recently used
 dropped first."""
+MAX_KEPT_COLUMNS = 64
+"""The most columns whose counts the driver keeps."""
 
 
 @dataclass(frozen=True)
@@ -121,11 +123,12 @@ class _Kept:
 
     @property
     def nbytes(self) -> int:
-        return self.counts.result().nbytes if self.counts.done() else 0
+        counted = self.counts.done() and self.counts.exception() is None
+        return self.counts.result().nbytes if counted else 0
 
 
 class _KeptCounts:
-    """The latest counts per (log root, column): of at most ``MAX_KEPT_LOGS`` columns and
+    """The latest counts per (log root, column): of at most ``MAX_KEPT_COLUMNS`` columns and
     ``MAX_KEPT_BYTES`` in all, the least recently used dropped first."""
 
     def __init__(self, max_bytes: int, max_columns: int) -> None:
@@ -153,8 +156,6 @@ class _KeptCounts:
                 self._kept.popitem(last=False)
 
 
-MAX_KEPT_COLUMNS = 64
-"""The most columns whose counts the driver keeps."""
 _KEPT = _KeptCounts(MAX_KEPT_BYTES, MAX_KEPT_COLUMNS)
 _COUNTING = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sparkmv-key-counts")
 
