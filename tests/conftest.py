@@ -157,6 +157,13 @@ def change_log_of(spark: SparkSession, table: str) -> ChangeLog:
     return log
 
 
+def table_location(spark: SparkSession, table: str) -> Path:
+    """The local directory of ``table`` (a ``file:`` location), as its catalog entry says."""
+    row = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").where("col_name = 'Location'").first()
+    assert row is not None
+    return Path(row.data_type.removeprefix("file:"))
+
+
 def table_files(spark: SparkSession, table: str) -> TableFiles:
     """The current data files of ``table`` (of the current database)."""
     catalog = ViewCatalog(spark)

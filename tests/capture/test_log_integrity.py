@@ -16,17 +16,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import assert_view_matches_query, change_log_of, zset_counter
+from conftest import assert_view_matches_query, change_log_of, table_location, zset_counter
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sparkmv import fs
 from sparkmv.capture.files import VERSION_DIR_PREFIX
-
-
-def location(spark: SparkSession, table: str) -> Path:
-    row = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").where("col_name = 'Location'").first()
-    assert row is not None
-    return Path(row.data_type.removeprefix("file:"))
 
 
 def refresh_reason(spark: SparkSession, view: str) -> str:
@@ -61,7 +55,7 @@ def assert_bypass_detected(spark: SparkSession) -> None:
 
 def test_a_file_removed_by_hand_is_detected(spark: SparkSession, db: str) -> None:
     make_tracked(spark)
-    victim = next(location(spark, "t").glob("part-*.parquet"))
+    victim = next(table_location(spark, "t").glob("part-*.parquet"))
     victim.unlink()
     assert_bypass_detected(spark)
 
@@ -69,7 +63,7 @@ def test_a_file_removed_by_hand_is_detected(spark: SparkSession, db: str) -> Non
 def test_a_path_write_outside_the_catalog_is_detected(spark: SparkSession, db: str) -> None:
     make_tracked(spark)
     frame = spark.createDataFrame([(5, "e")], "k INT, v STRING")
-    frame.write.mode("append").parquet(str(location(spark, "t")))  # not a table write
+    frame.write.mode("append").parquet(str(table_location(spark, "t")))  # not a table write
     spark.catalog.refreshTable("t")
     assert_bypass_detected(spark)
 
@@ -86,7 +80,7 @@ def test_retention_compacts_consumed_versions_and_then_deletes_replaced_files(
 ) -> None:
     make_tracked(spark)
     spark.sql("CREATE MATERIALIZED VIEW w AS SELECT count(*) AS n FROM t")
-    original = sorted(location(spark, "t").glob("part-*.parquet"))
+    original = sorted(table_location(spark, "t").glob("part-*.parquet"))
     spark.sql("DELETE FROM t WHERE k = 1")
     log = change_log_of(spark, "t")
     assert all(path.exists() for path in original)  # the log and readers may still need them
@@ -141,7 +135,7 @@ def test_schema_changes_spark_refuses_leave_table_and_log_alone(
 def test_drop_table_takes_its_log_and_version_directories(spark: SparkSession, db: str) -> None:
     make_tracked(spark)
     spark.sql("DELETE FROM t WHERE k = 3")
-    table_dir = location(spark, "t")
+    table_dir = table_location(spark, "t")
     assert table_dir.name.startswith(VERSION_DIR_PREFIX)
     log_root = Path(change_log_of(spark, "t").root.removeprefix("file:"))
     spark.sql("DROP TABLE t")

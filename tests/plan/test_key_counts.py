@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import assert_view_matches_query, change_log_of, table_files
+from conftest import assert_view_matches_query, change_log_of, table_files, table_location
 from hypothesis import given
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -49,12 +49,6 @@ def test_counts_follow_the_rows_logged(values: list[int], changes: list[tuple[in
     else:
         assert moved is not None
         assert as_dict(moved) == {k: n for k, n in expected.items() if n > 0}
-
-
-def location(spark: SparkSession, table: str) -> Path:
-    row = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").where("col_name = 'Location'").first()
-    assert row is not None
-    return Path(row.data_type.removeprefix("file:"))
 
 
 def refresh(spark: SparkSession, mode: str) -> None:
@@ -111,7 +105,7 @@ def test_kept_counts_follow_copy_on_write_and_restart_after_a_bypass(
 
     # A line of order 5 written past capture: the log cannot move the counts over it.
     frame = spark.createDataFrame([(5, 6)], "k INT, x INT")
-    frame.write.mode("append").parquet(str(location(spark, "l")))
+    frame.write.mode("append").parquet(str(table_location(spark, "l")))
     spark.catalog.refreshTable("l")
     refresh(spark, "FULL")
     spark.sql("INSERT INTO o VALUES (5, 'a')")  # n_old(5) = n_new(5) = 1: not proven

@@ -680,7 +680,7 @@ def _weighted_table(path: str, schema: pa.Schema, weight: int) -> pa.Table:
     files, such as ``_SUCCESS``, skipped), cast to ``schema``, each row weighing ``weight``:
     decoded once by this process (logged files never change, ``decoded_files``)."""
     table = decoded(path, schema)
-    weights = pa.repeat(weight, table.num_rows)  # a table of no columns loses its rows in a cast
+    weights = pa.repeat(weight, table.num_rows)
     return pa.Table.from_arrays([*table.columns, weights], schema=schema.append(_WEIGHT_FIELD))
 
 
