@@ -1,6 +1,7 @@
 """The driver's bucket of a row (``buckets.bucket_of``) is the one Spark computes
-(``buckets.bucket_sql``): random values of every type the driver hashes, alone and
-together, NULLs included, against Spark's ``xxhash64`` and ``pmod``."""
+(``buckets.bucket_sql``), and its hashes of an Arrow table's rows (``buckets.row_hashes``)
+are Spark's: random values of every type the driver hashes, alone and together, NULLs
+included, against Spark's ``xxhash64`` and ``pmod``."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from conftest import spark_examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
+import pyarrow as pa
 from pyspark.sql import types as T
-from sparkmv.buckets import bucket_of, bucket_sql, hashed_columns
+from pyspark.sql.pandas.types import to_arrow_schema
+from sparkmv.buckets import bucket_of, bucket_sql, hashed_columns, key_hash_sql, row_hashes
 
 SCHEMA = T.StructType(
     [
@@ -56,9 +59,17 @@ def test_the_driver_buckets_rows_as_spark_does(
 ) -> None:
     frame = spark.createDataFrame(rows, SCHEMA)
     expressions = [f"{bucket_sql(SCHEMA, keys, buckets)} AS k{n}" for n, keys in enumerate(KEYS)]
+    hashes = [f"{key_hash_sql(SCHEMA, keys)} AS h{n}" for n, keys in enumerate(KEYS)]
     types = {field.name: field.dataType for field in SCHEMA.fields}
-    for found in frame.selectExpr("*", *expressions).collect():
+    collected = frame.selectExpr("*", *expressions, *hashes).collect()
+    for found in collected:
         for n, keys in enumerate(KEYS):
             hashed = hashed_columns(SCHEMA, keys)
             values = [found[c] for c in hashed]
             assert bucket_of(values, [types[c] for c in hashed], buckets) == found[f"k{n}"]
+    table = pa.Table.from_pylist(
+        [{c: row[c] for c in SCHEMA.fieldNames()} for row in collected], to_arrow_schema(SCHEMA)
+    )
+    for n, keys in enumerate(KEYS):
+        found = row_hashes(table.select(keys), [types[c] for c in keys])
+        assert found == [row[f"h{n}"] for row in collected]

@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import types as T
 
 from sparkmv.parse.statements import quote_identifier
@@ -76,39 +79,57 @@ def bucket_of(values: Sequence[object], types: Sequence[T.DataType], buckets: in
 
 def xxhash64(values: Sequence[object], types: Sequence[T.DataType]) -> int:
     """Spark's ``xxhash64(values…)`` (module docstring), a signed 64-bit integer."""
+    hashers = [_hasher(data_type) for data_type in types]
+    return _row_hash(values, hashers)
+
+
+def row_hashes(table: pa.Table, types: Sequence[T.DataType]) -> list[int]:
+    """Spark's ``xxhash64`` of each row of ``table``, whose columns hold values of
+    ``types`` in order (as ``xxhash64``)."""
+    hashers = [_hasher(data_type) for data_type in types]
+    columns = [column.to_pylist() for column in table.columns]
+    if not columns:
+        return [_row_hash((), [])] * table.num_rows
+    return [_row_hash(values, hashers) for values in zip(*columns, strict=True)]
+
+
+_Hasher = Callable[[Any, int], int]
+"""A value's hash seeded with the hash so far."""
+
+
+def _row_hash(values: Sequence[object], hashers: Sequence[_Hasher]) -> int:
     hashed = SEED
-    for value, data_type in zip(values, types, strict=True):
+    for value, hasher in zip(values, hashers, strict=True):
         if value is not None:
-            hashed = _hash_value(value, data_type, hashed)
+            hashed = hasher(value, hashed)
     return hashed - (1 << 64) if hashed >> 63 else hashed
 
 
-def _hash_value(value: object, data_type: T.DataType, seed: int) -> int:
+def _hasher(data_type: T.DataType) -> _Hasher:
+    """How a non-NULL value of ``data_type`` is hashed (module docstring)."""
     if isinstance(data_type, T.BooleanType):
-        return _hash_int(1 if value else 0, seed)
+        return lambda value, seed: _hash_int(1 if value else 0, seed)
     if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType)):
-        assert isinstance(value, int)
-        return _hash_int(value, seed)
+        return _hash_int
     if isinstance(data_type, T.DateType):
-        assert isinstance(value, datetime.date)
-        return _hash_int((value - _EPOCH).days, seed)
+        return lambda value, seed: _hash_int((value - _EPOCH).days, seed)
     if isinstance(data_type, T.LongType):
-        assert isinstance(value, int)
-        return _hash_long(value, seed)
+        return _hash_long
     if isinstance(data_type, T.DecimalType):
-        assert isinstance(value, decimal.Decimal)
-        unscaled = int(value.scaleb(data_type.scale))
-        if data_type.precision <= _MAX_LONG_DIGITS:
-            return _hash_long(unscaled, seed)
-        length = (unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1
-        return _hash_bytes(unscaled.to_bytes(length, "big", signed=True), seed)
+        return partial(_hash_decimal, scale=data_type.scale, precision=data_type.precision)
     if isinstance(data_type, T.StringType):
-        assert isinstance(value, str)
-        return _hash_bytes(value.encode(), seed)
+        return lambda value, seed: _hash_bytes(value.encode(), seed)
     if isinstance(data_type, T.BinaryType):
-        assert isinstance(value, bytes)
-        return _hash_bytes(value, seed)
+        return _hash_bytes
     raise UnhashedTypeError(data_type.simpleString())
+
+
+def _hash_decimal(value: decimal.Decimal, seed: int, scale: int, precision: int) -> int:
+    unscaled = int(value.scaleb(scale))
+    if precision <= _MAX_LONG_DIGITS:
+        return _hash_long(unscaled, seed)
+    length = (unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1
+    return _hash_bytes(unscaled.to_bytes(length, "big", signed=True), seed)
 
 
 def _rotl(value: int, bits: int) -> int:

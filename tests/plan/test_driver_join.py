@@ -1,4 +1,6 @@
-"""Aggregate views over joins refreshed by the driver alone (``plan/driver_join.py``).
+"""Views over joins whose change the driver computes (``plan/driver_join.py``): aggregate
+views refreshed by the driver alone, and row views whose ``Δstored`` it computes and merges
+(``plan/driver_refresh.py``).
 
 The changes drawn are TPC-H's refresh functions in small (orders inserted with their lines
 under new keys, orders deleted with all of their lines), where every term reads the other
@@ -10,6 +12,9 @@ with a dimension filtered by a literal, a local filter on each fact table, arith
 decimals and a key from each fact table (TPC-H Q3's shape), stored in three buckets, so that
 new groups are placed by the driver's own ``xxhash64``; and the shapes of Q12 (CASE), Q14
 (CASE under LIKE, a ratio of sums) and Q19 (the join conjunct inside each branch of an OR).
+The row views: a bag of a three-way join's rows (decimal arithmetic, dates, NULLs), small and
+so rewritten whole by the driver, and the same view patched (the driver finds the stored
+rows ΔV deletes and writes the patch); and a DISTINCT view (counted rows).
 
 After every refresh the view equals its query run afresh and the refresh was INCREMENTAL; a
 change of refresh functions alone ran no Spark job.
@@ -23,7 +28,11 @@ from differential import NO_SHRINK, note
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
-from sparkmv.config import STORAGE_BUCKETS_CONF
+from sparkmv.config import (
+    STORAGE_BUCKETS_CONF,
+    STORAGE_MAX_MASKED_SHARE_CONF,
+    STORAGE_PATCH_MIN_ROWS_CONF,
+)
 
 SETUP = [
     "CREATE TABLE cu (c STRING, seg STRING) USING parquet",
@@ -69,6 +78,18 @@ VIEWS = {
         "1",
     ),
 }
+ROWS = (
+    "SELECT l.k, o.d, l.p * (1 - 0.05) AS net, l.x, cu.seg FROM cu, o, l"
+    " WHERE cu.c = o.c AND l.k = o.k AND l.x > 1"
+)
+PATCHED = {STORAGE_PATCH_MIN_ROWS_CONF: "1", STORAGE_MAX_MASKED_SHARE_CONF: "1000"}
+"""Every touched bucket patched, never rewritten whole (which Spark would do)."""
+ROW_VIEWS = {
+    "rows": (ROWS, "3", {}),
+    "patched": (ROWS, "3", PATCHED),
+    "values": ("SELECT DISTINCT o.c, l.x FROM o JOIN l ON o.k = l.k", "2", {}),
+}
+"""Row views, with their buckets and the settings they are refreshed under."""
 
 NOISE = [
     "INSERT INTO l VALUES ({key}, 4, 7.00, NULL)",  # a line of a surviving order
@@ -124,16 +145,18 @@ def test_join_aggregates_are_refreshed_by_the_driver_when_it_can(
     try:
         for statement in SETUP:
             spark.sql(statement)
-        for name, (query, buckets) in VIEWS.items():
+        views = {**{n: (q, b, {}) for n, (q, b) in VIEWS.items()}, **ROW_VIEWS}
+        for name, (query, buckets, _) in views.items():
             with session_confs(spark, {STORAGE_BUCKETS_CONF: buckets}):
                 spark.sql(f"CREATE MATERIALIZED VIEW {name} REFRESH INCREMENTAL AS {query}")
         for batch, clean in writes:
             note("; ".join(batch))
             for statement in batch:
                 spark.sql(statement)
-            for name in VIEWS:
+            for name, (_, _, confs) in views.items():
                 first = last_job_id(spark)
-                row = spark.sql(f"REFRESH MATERIALIZED VIEW {name}").collect()[0]
+                with session_confs(spark, confs):
+                    row = spark.sql(f"REFRESH MATERIALIZED VIEW {name}").collect()[0]
                 jobs = last_job_id(spark) - first
                 note(f"{name}: {row.mode} ({row.reason}), {jobs} jobs")
                 assert row.mode == "INCREMENTAL", row.reason
@@ -142,22 +165,22 @@ def test_join_aggregates_are_refreshed_by_the_driver_when_it_can(
                 assert_view_matches_query(spark, name)
     finally:
         spark.sql(f"USE {db}")
-        for name in VIEWS:
+        for name in [*VIEWS, *ROW_VIEWS]:
             spark.sql(f"DROP MATERIALIZED VIEW IF EXISTS {database}.{name}")
         spark.sql(f"DROP DATABASE {database} CASCADE")
 
 
-@pytest.mark.parametrize("policy", ["AUTO", "INCREMENTAL"])
+@pytest.mark.parametrize(("policy", "query"), [("AUTO", VIEWS["q3"][0]), ("INCREMENTAL", ROWS)])
 def test_explain_says_the_driver_joins_the_change(
-    spark: SparkSession, db: str, policy: str
+    spark: SparkSession, db: str, policy: str, query: str
 ) -> None:
     for statement in SETUP:
         spark.sql(statement)
-    spark.sql(f"CREATE MATERIALIZED VIEW v REFRESH {policy} AS {VIEWS['q3'][0]}")
+    spark.sql(f"CREATE MATERIALIZED VIEW v REFRESH {policy} AS {query}")
     spark.sql("INSERT INTO o VALUES (9, 'a', DATE'2020-07-07', 1)")
     spark.sql("INSERT INTO l VALUES (9, 4, 2.50, NULL)")
     plan = spark.sql("EXPLAIN REFRESH MATERIALIZED VIEW v").collect()[0][0]
-    assert "joined by the driver" in plan
+    assert "of changes, joined by the driver" in plan  # the estimate
     assert "this one is computed so" in plan
     row = spark.sql("REFRESH MATERIALIZED VIEW v").collect()[0]
     assert row.mode == "INCREMENTAL", row.reason
@@ -166,7 +189,7 @@ def test_explain_says_the_driver_joins_the_change(
     spark.sql("INSERT INTO l VALUES (1, 4, 2.50, NULL)")
     spark.sql("UPDATE o SET pri = 1 WHERE k = 1")
     plan = spark.sql("EXPLAIN REFRESH MATERIALIZED VIEW v").collect()[0][0]
-    assert "joined by the driver" not in plan
+    assert "of changes, joined by the driver" not in plan
     assert "this one is not computed so" in plan
     spark.sql("REFRESH MATERIALIZED VIEW v INCREMENTAL")
     assert_view_matches_query(spark, "v")

@@ -88,7 +88,7 @@ from sparkmv.apply.snapshot import (
     read_mask,
     remove_path,
 )
-from sparkmv.buckets import bucket_sql, key_hash_sql
+from sparkmv.buckets import bucket_sql, hashed_columns, key_hash_sql, row_hashes
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 from sparkmv.decoded_files import decoded
@@ -129,10 +129,13 @@ class ChangeDoesNotFitError(Exception):
 
 
 def apply_change(
-    spark: SparkSession, root: str, view: MvMetadata, change: DataFrame, merge: Merge
+    spark: SparkSession, root: str, view: MvMetadata, change: DataFrame | pa.Table, merge: Merge
 ) -> AppliedChange:
     """Apply ``change`` to the snapshot of ``view`` by ``merge``; the new snapshot is
-    written under ``root``.
+    written under ``root``. ``change`` is a DataFrame, or ΔV computed by the driver (an
+    Arrow table of a row layout, for a view whose storage ``fits_driver_change``), which
+    is bucketed there and never computed by Spark: a small view is then rewritten whole by
+    the driver (``apply_at_driver``), a larger one staged from it.
 
     Spark jobs: a small view's, one (``_rewrite_in_one_pass``). Else one computes ΔV; one
     merges it (and writes the merged rows), none when ΔV and the rows it hits are merged at
@@ -149,7 +152,11 @@ def apply_change(
     try:
         files = _bucket_files(spark, view.snapshot)
         step = f"REFRESH {view.name}:"
-        if _rewritten_in_one_pass(spark, view, merge, files, path):
+        if isinstance(change, pa.Table):
+            rewritten = _rewritten_at_driver(spark, view, files, path, _rows_merged(change, merge))
+            if rewritten is not None:
+                return rewritten
+        elif _rewritten_in_one_pass(spark, view, merge, files, path):
             with job_step(spark, f"{step} ΔV, merged into all {buckets(view.layout.buckets)}"):
                 return _rewrite_in_one_pass(spark, view, change, merge, files, path)
         with job_step(spark, f"{step} ΔV"):
@@ -218,14 +225,31 @@ def apply_at_driver(
     unmasked, below ``STORAGE_PATCH_MIN_ROWS_CONF`` rows and ``DRIVER_WRITE_MAX_BYTES``.
     None when it is not (nothing written). ``new = old ⊎ ΔV`` over every bucket, as in
     ``_rewrite_in_one_pass``: no bucket is linked, no mask carried."""
-    local = fs.os_path(spark, view.snapshot)
-    if local is None or view.masked_rows or view.row_count >= _patch_min_rows(spark):
+    if not _small_and_local(spark, view):
         return None
-    files = _bucket_files(spark, view.snapshot)
+    return _rewritten_at_driver(
+        spark, view, _bucket_files(spark, view.snapshot), new_snapshot_path(root), merged
+    )
+
+
+def _small_and_local(spark: SparkSession, view: MvMetadata) -> bool:
+    """Whether ``view``'s snapshot is local, unmasked and below
+    ``STORAGE_PATCH_MIN_ROWS_CONF`` rows: the driver may rewrite it whole."""
+    local = fs.os_path(spark, view.snapshot)
+    return local is not None and not view.masked_rows and view.row_count < _patch_min_rows(spark)
+
+
+def _rewritten_at_driver(
+    spark: SparkSession, view: MvMetadata, files: BucketFiles, path: str, merged: RewriteAtDriver
+) -> AppliedChange | None:
+    """``apply_at_driver`` into ``path``, the snapshot's ``files`` listed; None (nothing
+    written) when the view is not small and local or its files not read as one table."""
+    local = fs.os_path(spark, view.snapshot)
     size = sum(size for names in files.values() for size in names.values())
+    if local is None or not _small_and_local(spark, view):
+        return None
     if not files or size > DRIVER_WRITE_MAX_BYTES:
         return None
-    path = new_snapshot_path(root)
     target = writable_directory(spark, path)
     if target is None:
         return None
@@ -247,6 +271,52 @@ def apply_at_driver(
     return AppliedChange(
         path, 0, observed["inserted"], observed["deleted"], 0, len(files), observed["rewritten"]
     )
+
+
+def _rows_merged(change: pa.Table, merge: Merge) -> RewriteAtDriver:
+    """The rewrite of every stored row merged with ``change`` (ΔV at the driver, of a row
+    layout): ΔV bucketed by the driver, then ``Merge.at_driver``."""
+    at_driver = merge.at_driver
+    assert at_driver is not None, "a change computed by the driver compares exactly"
+
+    def merged(stored: pa.Table, buckets: int) -> tuple[pa.Table, dict[str, int]]:
+        return at_driver(stored, _keyed(change, merge, buckets).drop_columns([KEY_HASH]))
+
+    return merged
+
+
+def fits_driver_change(spark: SparkSession, view: MvMetadata, merge: Merge) -> bool:
+    """Whether ΔV computed by the driver (in ``merge``'s schema) can be applied to
+    ``view`` by ``apply_change``: its snapshot is local, and its stored files hold
+    ``merge.schema``'s columns with the Arrow types the driver's ΔV has (so the files the
+    driver writes from it read as the stored ones; a snapshot always has a file,
+    ``keep_schema_readable``)."""
+    local = fs.os_path(spark, view.snapshot)
+    if local is None or not carried_by_driver(merge.schema):
+        return False
+    first = _first_data_file(local)
+    if first is None:
+        return False
+    try:
+        stored = pq.read_schema(first)
+    except (pa.ArrowException, OSError):
+        return False
+    for field in merge.schema.fields:
+        expected = to_arrow_type(field.dataType, timezone="UTC")
+        if field.name not in stored.names or stored.field(field.name).type != expected:
+            return False
+    return True
+
+
+def _first_data_file(snapshot: str) -> str | None:
+    """A data file of the local ``snapshot`` (in a bucket directory, not its mask's or
+    staged change's), if any."""
+    for bucket in sorted(os.scandir(snapshot), key=lambda entry: entry.name):
+        if bucket.is_dir() and bucket.name.startswith(f"{BUCKET_COLUMN}="):
+            names = sorted(n for n in os.listdir(bucket.path) if n.endswith(".parquet"))
+            if names:
+                return os.path.join(bucket.path, names[0])
+    return None
 
 
 def _stored_at_driver(snapshot: str, files: BucketFiles) -> pa.Table:
@@ -373,7 +443,7 @@ KEY_HASH = "__sparkmv_key_hash"
 
 
 def _stage_change(
-    spark: SparkSession, change: DataFrame, merge: Merge, buckets: int, path: str
+    spark: SparkSession, change: DataFrame | pa.Table, merge: Merge, buckets: int, path: str
 ) -> StagedChange:
     """ΔV (``change``) with its bucket, computed by one Spark job (which also fills any
     observation on the change's inputs), written into ``path``'s ``CHANGE_DIR`` by bucket
@@ -385,30 +455,75 @@ def _stage_change(
     (``LOCAL_CHANGE_MAX_ROWS``); a larger one, once collected, is still written here rather
     than computed again. Otherwise (of a type Arrow does not carry back unchanged, or on a
     file system the driver cannot write) Spark writes it, and its rows are counted from
-    the files' footers."""
-    bucket = f"{bucket_sql(change.schema, merge.key_columns, buckets)} AS {BUCKET_COLUMN}"
-    schema = _bucketed(change.schema)
+    the files' footers. ΔV computed by the driver (an Arrow ``change``) is bucketed and
+    hashed there (``buckets.row_hashes``, Spark's ``xxhash64``): no job at all."""
     staged_path = f"{path}/{CHANGE_DIR}"
     local = writable_directory(spark, staged_path)
+    if isinstance(change, pa.Table):
+        if local is None:
+            raise ValueError("a change computed by the driver is staged on a local file system")
+        schema = _bucketed(_change_schema(merge))
+        table = _keyed(change, merge, buckets)
+        hashable = bool(hashed_columns(schema, merge.key_columns))
+        return _staged(spark, table, merge, hashable, staged_path, local, schema)
+    bucket = f"{bucket_sql(change.schema, merge.key_columns, buckets)} AS {BUCKET_COLUMN}"
+    schema = _bucketed(change.schema)
     if local is not None and carried_by_driver(schema):
         hashed = key_hash_sql(schema, merge.key_columns)
         key_hash = f"{hashed or 'CAST(0 AS BIGINT)'} AS {KEY_HASH}"
         collected = frames.select(change, ["*", bucket, key_hash])
         table = frames.collect_arrow(collected, "sparkmv: compute the view's change")
-        rows, probes, probed = _staged_at_driver(table, merge, hashed is not None, local)
-        read = partial(_read_buckets, spark, staged_path, schema, sorted(rows))
-        frame = read if rows else (lambda: change)
-        if table.num_rows > LOCAL_CHANGE_MAX_ROWS:  # written here, but merged by Spark
-            return StagedChange(frame, rows, probed_buckets=probed)
-        appended = _copies(table) if merge.bag and not probed else None
-        at_driver = table.drop_columns([KEY_HASH])
-        return StagedChange(frame, rows, True, probes, probed, appended, at_driver)
+        return _staged(spark, table, merge, hashed is not None, staged_path, local, schema)
     bucketed = frames.select(change, ["*", bucket])
     bucketed.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(staged_path)
     rows = _rows_per_bucket(fs.parquet_row_counts(spark, staged_path))
     written = frames.read_parquet(spark, schema, [staged_path]) if rows else change
     touched = {bucket: n for bucket, n in rows.items() if n}
     return StagedChange(lambda: written, touched, probed_buckets=frozenset(touched))
+
+
+def _staged(
+    spark: SparkSession,
+    table: pa.Table,
+    merge: Merge,
+    hashable: bool,
+    staged_path: str,
+    local: str,
+    schema: T.StructType,
+) -> StagedChange:
+    """ΔV at the driver (``table``: with its bucket and key hash, ``schema`` without the
+    latter) written by bucket into the local ``staged_path``, as ``_stage_change`` stages
+    it."""
+    rows, probes, probed = _staged_at_driver(table, merge, hashable, local)
+    if rows:
+        frame = partial(_read_buckets, spark, staged_path, schema, sorted(rows))
+    else:
+        frame = partial(frames.empty, spark, schema)
+    if table.num_rows > LOCAL_CHANGE_MAX_ROWS:  # written here, but merged by Spark
+        return StagedChange(frame, rows, probed_buckets=probed)
+    appended = _copies(table) if merge.bag and not probed else None
+    at_driver = table.drop_columns([KEY_HASH])
+    return StagedChange(frame, rows, True, probes, probed, appended, at_driver)
+
+
+def _change_schema(merge: Merge) -> T.StructType:
+    """The schema of a row layout's ΔV: its stored columns and the weight."""
+    fields = {field.name: field for field in merge.schema.fields}
+    return T.StructType(
+        [*(fields[c] for c in merge.key_columns), T.StructField(WEIGHT, T.LongType())]
+    )
+
+
+def _keyed(change: pa.Table, merge: Merge, buckets: int) -> pa.Table:
+    """ΔV at the driver (a row layout's: its stored columns and the weight) with each
+    row's bucket and key hash, as ``bucket_sql`` and ``key_hash_sql`` compute them."""
+    types = {field.name: field.dataType for field in merge.schema.fields}
+    hashed = hashed_columns(merge.schema, merge.key_columns)
+    found = row_hashes(change.select(hashed), [types[c] for c in hashed]) if hashed else None
+    hashes = pa.array(found or [0] * change.num_rows, pa.int64())
+    # Python's % of a positive modulus is Spark's pmod
+    bucket = pa.array([h % buckets for h in found] if found else [0] * change.num_rows, pa.int32())
+    return change.append_column(BUCKET_COLUMN, bucket).append_column(KEY_HASH, hashes)
 
 
 def _staged_at_driver(

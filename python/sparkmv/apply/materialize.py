@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv import fs
@@ -152,7 +153,7 @@ def incremental_refresh(
     spark: SparkSession,
     catalog: ViewCatalog,
     view: MvMetadata,
-    change: DataFrame,
+    change: DataFrame | pa.Table,
     merge: Merge,
     reason: str,
     started_ms: int,
@@ -160,10 +161,11 @@ def incremental_refresh(
     recorder: ChangeRecorder | None = None,
     state: Callable[[str], None] | None = None,
 ) -> MvMetadata:
-    """Apply ``change`` (ΔV in storage columns, or an aggregate view's state change) to
-    ``view`` by ``merge`` atomically; the new metadata (``irrelevant``: the changed base
-    rows the irrelevance filters dropped per table, for the counters, once ΔV is computed;
-    ``state``: as in ``full_refresh``, into a new snapshot even when ΔV is empty).
+    """Apply ``change`` (ΔV in storage columns, computed by Spark or, as Arrow, by the
+    driver; or an aggregate view's state change) to ``view`` by ``merge`` atomically; the
+    new metadata (``irrelevant``: the changed base rows the irrelevance filters dropped per
+    table, for the counters, once ΔV is computed; ``state``: as in ``full_refresh``, into a
+    new snapshot even when ΔV is empty).
 
     Raises ``ChangeDoesNotFitError`` (nothing committed) when ΔV does not fit the stored rows.
     """

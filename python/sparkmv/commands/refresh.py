@@ -26,7 +26,11 @@ from sparkmv.apply.fixpoints import (
     recursive_nodes,
     stored_fixpoints,
 )
-from sparkmv.apply.incremental import ChangeDoesNotFitError, apply_at_driver
+from sparkmv.apply.incremental import (
+    ChangeDoesNotFitError,
+    apply_at_driver,
+    fits_driver_change,
+)
 from sparkmv.apply.materialize import (
     ChangeRecorder,
     commit_change,
@@ -50,6 +54,7 @@ from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jobs import job_step
 from sparkmv.parse.statements import RefreshMode, RefreshStatement, RefreshTrigger, TableName
 from sparkmv.plan.aggregate_view import (
+    aggregate_view,
     compiled_types_json,
     remember_compiled_types,
     sums_its_change,
@@ -71,6 +76,7 @@ from sparkmv.plan.view_delta import (
     filters_enabled,
     irrelevance_screens,
     stored_change,
+    stored_change_at_driver,
     stored_rows,
 )
 
@@ -209,6 +215,10 @@ def refresh_incrementally(
     assert maintained.root is not None
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
     at_driver = refreshed_at_driver(context, measured, plan, bases, started, irrelevant, recorder)
+    if at_driver is None:
+        at_driver = rows_refreshed_from_driver(
+            context, measured, plan, started, irrelevant, recorder
+        )
     if at_driver is not None:
         return at_driver
     query = query_hash(consumed.query, consumed.query_database)
@@ -289,15 +299,59 @@ def refreshed_at_driver(
     )
 
 
+def rows_refreshed_from_driver(
+    context: CommandContext,
+    view: MvMetadata,
+    plan: RefreshPlan,
+    started: int,
+    irrelevant: dict[str, int],
+    recorder: ChangeRecorder | None,
+) -> MvMetadata | None:
+    """The row view refreshed with ``Δstored`` as the plan computed it at the driver
+    (``RefreshPlan.driver_change``, ``plan/driver_refresh.py``): consolidated there and
+    merged into the stored rows it hits (``apply_change``), so no Spark job computes it;
+    the committed metadata. None (nothing written) when the plan did not compute it or the
+    view's storage cannot take it (``fits_driver_change``): Spark refreshes the view.
+    ``irrelevant`` gets the changed rows its irrelevance screens drop, as counted by the
+    driver (``DriverChange.skipped``)."""
+    query = plan.query
+    if plan.driver_change is None or query is None:
+        return None
+    maintained = query.maintainability
+    if maintained.root is None or aggregate_view(maintained.root) is not None:
+        return None
+    found = stored_change_at_driver(maintained, view.layout, plan.driver_change.rows)
+    spark = context.spark
+    if found is None or not fits_driver_change(spark, view, found[1]):
+        return None
+    change, merge = found
+    if filters_enabled(spark):
+        irrelevant.update(plan.driver_change.skipped)
+    with session_conf(spark, INCREMENTAL_REFRESH_CONF):
+        return incremental_refresh(
+            spark,
+            context.catalog,
+            view,
+            change,
+            merge,
+            plan.reason,
+            started,
+            lambda: irrelevant,
+            recorder,
+        )
+
+
 def _change_at_driver(
     spark: SparkSession, driver: DriverAggregate, plan: RefreshPlan, bases: list[BaseTable]
 ) -> tuple[pa.Table, dict[str, int]] | None:
     """The change of ``driver``'s input, read and computed by the driver, and the changed
     rows its WHERE dropped per table (the count Spark's refresh makes of those its
-    irrelevance filter, derived from the same WHERE, drops; a join's are not counted). None
-    when a change is not read at the driver. Raises ``DriverMergeDeclinedError``."""
+    irrelevance filter, derived from the same WHERE, drops; a join's, those its screens drop,
+    ``DriverChange.skipped``). None when a change is not read at the driver. Raises
+    ``DriverMergeDeclinedError``."""
     if driver.join is not None:  # computed by the plan, when the driver computes it
-        return None if plan.driver_change is None else (plan.driver_change, {})
+        found = plan.driver_change
+        return None if found is None else (found.rows, dict(found.skipped))
     if len(plan.changed) != 1:
         return None
     changed = plan.changed[0]

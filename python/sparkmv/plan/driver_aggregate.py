@@ -58,7 +58,7 @@ from sparkmv.plan.driver_expression import (
     fits,
     is_number,
 )
-from sparkmv.plan.driver_join import DriverJoin, compile_join_input
+from sparkmv.plan.driver_join import KEY_TYPES, DriverJoin, compile_join_input, key_type
 from sparkmv.plan.driver_predicate import (
     ColumnarPredicate,
     Predicate,
@@ -68,12 +68,7 @@ from sparkmv.plan.driver_predicate import (
     predicate_columns,
 )
 from sparkmv.stored_columns import BUCKET_COLUMN, VISIBLE_COLUMN
-from sparkmv.zset import EXACT_TYPES, WEIGHT
-
-KEY_TYPES = tuple(t for t in EXACT_TYPES if t not in (T.TimestampType, T.TimestampNTZType))
-"""Group key types whose Python values (``to_pylist``) are equal exactly when Spark's are:
-``EXACT_TYPES`` (no floating point) without timestamps, which Arrow may read at another
-precision than Spark wrote."""
+from sparkmv.zset import WEIGHT
 
 COUNTED_TYPES = (*KEY_TYPES, T.FloatType, T.DoubleType, T.TimestampType, T.TimestampNTZType)
 """Types a ``COUNT(x)`` argument may have here: only whether a value is NULL matters."""
@@ -411,7 +406,7 @@ def driver_aggregate(
         columns = {name: name for name in node.child.outputs}
         table_types = dict(join.types)
     keys = [_column_of(key, columns) for key in node.keys]
-    if any(k is None or not _is_key_type(table_types.get(k)) for k in keys):
+    if any(k is None or not key_type(table_types.get(k)) for k in keys):
         return None
     calls = []
     for index, call in enumerate(node.calls):
@@ -468,12 +463,6 @@ def _column_of(expression: exp.Expr, columns: dict[str, str]) -> str | None:
     if isinstance(expression, exp.Column) and not expression.table:
         return columns.get(expression.name)
     return None
-
-
-def _is_key_type(data_type: T.DataType | None) -> bool:
-    if isinstance(data_type, T.StringType):  # a collation other than binary groups otherwise
-        return getattr(data_type, "collation", "UTF8_BINARY") == "UTF8_BINARY"
-    return isinstance(data_type, KEY_TYPES)
 
 
 def _driver_call(

@@ -64,7 +64,9 @@ MAX_JOINED_ROWS = 1_000_000
 """The most rows a term's joins may produce at the driver (a join of a change with a key
 that many rows share); more are left to Spark."""
 KEY_TYPES = tuple(t for t in EXACT_TYPES if t not in (T.TimestampType, T.TimestampNTZType))
-"""Join key types whose Arrow values are equal exactly when Spark's are."""
+"""Key types whose Arrow and Python values (``to_pylist``) are equal exactly when Spark's
+are: ``EXACT_TYPES`` (no floating point) without timestamps, which Arrow may read at another
+precision than Spark wrote."""
 _JOINED_WEIGHT = f"{WEIGHT}_joined"
 
 
@@ -303,9 +305,13 @@ class _Evaluation:
         return any(self.tables.changed(scan.table) for scan in _scans(node))
 
     def change(self, node: Node) -> pa.Table:
-        """``Δnode``: the logged rows of its tables through its operators."""
+        """``Δnode``: the logged rows of its tables through its operators (a filter's and a
+        projection's change is theirs of their input's: ``Δσ(X) = σ(ΔX)``,
+        ``Δπ(X) = π(ΔX)``; a join's is its terms)."""
         if isinstance(node, Join):
             return self._join_change(node)
+        if isinstance(node, (Filter, Project)):
+            return self._operated(node, self.change(node.child))
         return self._linear(node, lambda scan: self.tables.change(scan.table))
 
     def value(self, node: Node) -> pa.Table:
@@ -326,20 +332,22 @@ class _Evaluation:
                 [*(rows.column(c) for _, c in read_outputs), rows.column(WEIGHT)],
                 names=[*(o for o, _ in read_outputs), WEIGHT],
             )
-        if isinstance(node, Filter):
-            rows = self._linear(node.child, read)
-            return _filtered(rows, [self.compiled.predicates[id(node)]])
-        if isinstance(node, Project):
-            rows = self._linear(node.child, read)
-            typed = self.compiled.expressions[id(node)]
-            columns = [_column_over(t, rows) for t in typed]
-            return pa.table([*columns, rows.column(WEIGHT)], names=[*node.outputs, WEIGHT])
+        if isinstance(node, (Filter, Project)):
+            return self._operated(node, self._linear(node.child, read))
         if isinstance(node, Join):
             if self.changed(node):
                 raise DriverJoinDeclinedError("a changed join read as of a version")
             inputs = [self._linear(child, read) for child in node.inputs]
             return self._joined(node, inputs, 0)
         raise DriverJoinDeclinedError(f"{type(node).__name__} is not evaluated by the driver")
+
+    def _operated(self, node: Filter | Project, rows: pa.Table) -> pa.Table:
+        """``node``'s filter or projection of its input's ``rows`` (weights kept)."""
+        if isinstance(node, Filter):
+            return _filtered(rows, [self.compiled.predicates[id(node)]])
+        typed = self.compiled.expressions[id(node)]
+        columns = [_column_over(t, rows) for t in typed]
+        return pa.table([*columns, rows.column(WEIGHT)], names=[*node.outputs, WEIGHT])
 
     def _join_change(self, node: Join) -> pa.Table:
         """The sum of the terms (module docstring), input ``j`` of the term of ``ΔR_i`` as
@@ -454,7 +462,7 @@ def _equi(conjunct: exp.Expr, types: Mapping[str, T.DataType]) -> bool:
     if not all(isinstance(side, exp.Column) and not side.table for side in (left, right)):
         return False
     first, second = types.get(left.name), types.get(right.name)
-    return first is not None and first == second and _key_type(first)
+    return first is not None and first == second and key_type(first)
 
 
 def _sides(
@@ -472,7 +480,10 @@ def _sides(
     return None
 
 
-def _key_type(data_type: T.DataType) -> bool:
+def key_type(data_type: T.DataType | None) -> bool:
+    """Whether values of ``data_type`` compare (and hash: ``buckets.py``) at the driver as in
+    Spark: ``KEY_TYPES``, a string only of the binary collation (another compares and hashes
+    its collation key)."""
     if isinstance(data_type, T.StringType):
         return getattr(data_type, "collation", "UTF8_BINARY") == "UTF8_BINARY"
     return isinstance(data_type, KEY_TYPES)

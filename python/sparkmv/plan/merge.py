@@ -64,16 +64,16 @@ class Merge:
     at_driver: DriverMerge | None = None
 
 
-def row_merge(layout: StorageLayout, change: DataFrame) -> Merge:
-    """The merge of a row layout (a bag of rows, or rows with a counter): ΔV's columns
-    ``c0 …`` and the weight.
+def row_merge(layout: StorageLayout, change: T.StructType) -> Merge:
+    """The merge of a row layout (a bag of rows, or rows with a counter) with a change of
+    schema ``change``: ΔV's columns ``c0 …`` and the weight.
 
     Per stored row value ``r`` of the touched buckets: ``old(r)`` copies (or its counter),
     ``delta(r) = ΔV(r)``, ``new(r) = old(r) + delta(r)``; ``r`` stays stored with ``new(r)``
     copies (counter) while that is positive. Built as one SQL statement (the DataFrame API
     would cost a py4j round trip per column and operator)."""
-    visible = storage_columns(len(change.columns) - 1)
-    types = {field.name: field.dataType for field in change.schema.fields}
+    visible = storage_columns(len(change.fields) - 1)
+    types = {field.name: field.dataType for field in change.fields}
     fields = [T.StructField(c, types[c]) for c in visible]
     if layout.counted:
         fields.append(T.StructField(COUNT_COLUMN, T.LongType()))

@@ -20,10 +20,11 @@ prints it and DESCRIBE EXTENDED shows it as the next refresh. The rules, first m
 
 A plan that refreshes carries the estimates the cost model could make (full: when every base
 table is tracked; incremental: under rules 8 and 9); the refresh's duration is recorded
-against the chosen mode's (``RefreshStats.planned``). For an aggregate view over a join, the
-plan of rules 8 and 9 first computes the change of the aggregate's input at the driver when
-it can (``plan/driver_refresh.py``): the estimate depends on it, and an incremental refresh
-then merges it without a Spark job (``RefreshPlan.driver_change``).
+against the chosen mode's (``RefreshStats.planned``). For an aggregate view over a join, or a
+view of a join's rows, the plan of rules 8 and 9 first computes the change of the
+aggregate's input (of the stored rows) at the driver when it can (``plan/driver_refresh.py``):
+the estimate depends on it, and an incremental refresh then merges it without computing it
+in Spark (``RefreshPlan.driver_change``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv import frames
@@ -57,7 +57,12 @@ from sparkmv.plan.cost import (
     steps_apart,
     table_bytes,
 )
-from sparkmv.plan.driver_refresh import driver_refreshable, join_change_at_driver
+from sparkmv.plan.driver_refresh import (
+    DriverChange,
+    driver_refreshable,
+    driver_row_join,
+    join_change_at_driver,
+)
 from sparkmv.plan.view_delta import checked_maintainability, maintainability_of, schemas_key
 
 NO_CHANGE = "no base table changed since the last refresh"
@@ -108,7 +113,8 @@ class RefreshPlan:
     when a base table is untracked).
     ``query``: the view's query as analyzed for the plan (None when rule 1 decided without
     it), which the refresh then runs. ``driver_change``: the change of a join view's aggregate
-    input, when the driver computed it (``plan/driver_refresh.py``)."""
+    input, or of a join view's stored rows, when the driver computed it
+    (``plan/driver_refresh.py``)."""
 
     mode: RefreshMode
     reason: str
@@ -116,7 +122,7 @@ class RefreshPlan:
     cost: CostEstimate | None = None
     nothing_pending: bool = False
     query: ViewQuery | None = field(default=None, compare=False, repr=False)
-    driver_change: pa.Table | None = field(default=None, compare=False, repr=False)
+    driver_change: DriverChange | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         assert not self.nothing_pending or self.mode is RefreshMode.INCREMENTAL
@@ -201,17 +207,18 @@ def _joined_at_driver(
     query: ViewQuery,
     bases: list[BaseTable],
     changed: tuple[ChangedTable, ...],
-) -> pa.Table | None:
-    """The change of the view's join input computed by the driver, when the view is an
-    aggregate over a join it maintains and the change allows it (``plan/driver_refresh.py``);
-    else None."""
+) -> DriverChange | None:
+    """The change of the view's join computed by the driver, when the view is an aggregate
+    over a join it maintains, or rows of one, and the change allows it
+    (``plan/driver_refresh.py``); else None."""
     maintained = query.maintainability
     driver = driver_refreshable(view, maintained, query.checked_schemas, bases)
-    if driver is None or driver.join is None:
+    join = driver.join if driver is not None else driver_row_join(maintained, bases)
+    if join is None:
         return None
     consumed = {table.name: table.consumed_version for table in changed}
     logged = [table.logged_bytes for table in changed]
-    return join_change_at_driver(spark, driver, maintained, consumed, logged, bases)
+    return join_change_at_driver(spark, join, maintained, consumed, logged, bases)
 
 
 def view_query(

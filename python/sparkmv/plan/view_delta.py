@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema
 from sqlglot import exp
 
 from sparkmv import frames
@@ -167,7 +170,27 @@ def stored_change(
     stored = maintained.stored
     change = _storage_named(engine, engine.change(stored), stored.outputs)
     consolidated = _frame(engine, consolidated_sql(change, storage_columns(len(stored.outputs))))
-    return consolidated, row_merge(layout, consolidated)
+    return consolidated, row_merge(layout, consolidated.schema)
+
+
+def stored_change_at_driver(
+    maintained: Maintainability, layout: StorageLayout, change: pa.Table
+) -> tuple[pa.Table, Merge] | None:
+    """``stored_change`` of a row view from ``Δstored`` computed by the driver (``change``:
+    the stored node's outputs and the weight, ``RefreshPlan.driver_change``): in storage
+    columns, consolidated as ``consolidated_sql`` does (the weights of equal rows summed,
+    NULL equal to NULL, a row of weight 0 dropped). Its columns must compare exactly
+    (``driver_join.key_type``: Arrow groups them as Spark does); None when the change does
+    not hold the stored node's outputs."""
+    outputs = list(maintained.stored.outputs)
+    if not set(outputs) <= set(change.column_names):
+        return None
+    names = storage_columns(len(outputs))
+    renamed = change.select([*outputs, WEIGHT]).rename_columns([*names, WEIGHT])
+    summed = renamed.group_by(names, use_threads=False).aggregate([(WEIGHT, "sum")])
+    weight = summed.column(f"{WEIGHT}_sum")
+    netted = summed.select(names).append_column(WEIGHT, weight).filter(pc.not_equal(weight, 0))
+    return netted, row_merge(layout, from_arrow_schema(netted.schema))
 
 
 def _frame(engine: DeltaEngine, sql: str) -> DataFrame:
@@ -211,10 +234,6 @@ def irrelevance_screens(
     when ``IRRELEVANCE_FILTERS_CONF`` is "false"). Analysis only: no Spark job.
     ``schemas``: base tables' schemas already known (as tracking read them), which their
     scans' column types are taken from."""
-    if maintained.root is None or not filters_enabled(spark):
-        return {}
-    # Without ANSI mode integer arithmetic wraps around, and ``x + 1 < y`` is not linear.
-    ansi = spark.conf.get(ANSI_CONF, "true") == "true"
 
     def leaf_types(node: Node) -> dict[str, T.DataType]:
         if isinstance(node, Scan):  # no plan to analyze
@@ -226,28 +245,60 @@ def irrelevance_screens(
             if known is None and isinstance(rows, DataFrame):
                 known = rows.schema
             if known is not None:
-                types = {field.name: field.dataType for field in known.fields}
-                return {o: types[c] for c, o in zip(node.columns, node.outputs, strict=True)}
+                return _scan_types(node, known)
         typing = engine.analyzing() if recursive_below(node) else engine  # no fixpoint run
         schema = typing.evaluate(node, Version.NEW).schema
         return {field.name: field.dataType for field in schema.fields if field.name != WEIGHT}
 
+    return _screens(maintained, spark, leaf_types)
+
+
+def scan_screens(
+    maintained: Maintainability, spark: SparkSession, schemas: Mapping[str, T.StructType]
+) -> dict[Scan, exp.Expr]:
+    """``irrelevance_screens`` of a view whose blocks' leaves are all scans of tables in
+    ``schemas`` (an SPJ view): no delta engine needed."""
+
+    def leaf_types(node: Node) -> dict[str, T.DataType]:
+        if not isinstance(node, Scan):
+            raise ValueError(f"a block's leaf {type(node).__name__} is not a scan")
+        return _scan_types(node, schemas[node.table])
+
+    return _screens(maintained, spark, leaf_types)
+
+
+def _screens(
+    maintained: Maintainability,
+    spark: SparkSession,
+    leaf_types: Callable[[Node], Mapping[str, T.DataType]],
+) -> dict[Scan, exp.Expr]:
+    if maintained.root is None or not filters_enabled(spark):
+        return {}
+    # Without ANSI mode integer arithmetic wraps around, and ``x + 1 < y`` is not linear.
+    ansi = spark.conf.get(ANSI_CONF, "true") == "true"
     return irrelevance_filters(maintained.root, leaf_types, exact_arithmetic=ansi)
 
 
-def screened_scans(root: Node, engine: DeltaEngine) -> dict[str, list[exp.Expr]]:
-    """Per base table every occurrence of which in ``root`` is screened, the screens: a
-    logged row of it that passes none of them cannot affect the view (it is skipped)."""
-    screens: dict[str, list[exp.Expr]] = {}
+def _scan_types(scan: Scan, schema: T.StructType) -> dict[str, T.DataType]:
+    """The types of ``scan``'s outputs, its table's schema being ``schema``."""
+    types = {field.name: field.dataType for field in schema.fields}
+    return {o: types[c] for c, o in zip(scan.columns, scan.outputs, strict=True)}
+
+
+def screened_scans(root: Node, screens: Mapping[Scan, exp.Expr]) -> dict[str, list[exp.Expr]]:
+    """Per base table every occurrence of which in ``root`` is screened, the ``screens``
+    (per scan): a logged row of it that passes none of them cannot affect the view (it is
+    skipped)."""
+    found: dict[str, list[exp.Expr]] = {}
     unscreened: set[str] = set()
     for node in walk(root):
         if isinstance(node, Scan):
-            screen = engine.screens.get(node)
+            screen = screens.get(node)
             if screen is None:
                 unscreened.add(node.table)  # this occurrence keeps every row
             else:
-                screens.setdefault(node.table, []).append(screen)
-    return {table: tests for table, tests in screens.items() if table not in unscreened}
+                found.setdefault(node.table, []).append(screen)
+    return {table: tests for table, tests in found.items() if table not in unscreened}
 
 
 def _skipped_sql(tests: list[exp.Expr]) -> str:
@@ -268,7 +319,7 @@ class SkippedRows:
     def observed(cls, root: Node, engine: DeltaEngine) -> tuple[SkippedRows, DeltaEngine]:
         """The counts to observe, and ``engine`` with each screened table's logged rows
         observed (its change, when already made, made again from them)."""
-        screens = screened_scans(root, engine)
+        screens = screened_scans(root, engine.screens)
         observations: dict[str, Metrics] = {}
         tables = dict(engine.tables)
         for index, (table, tests) in enumerate(sorted(screens.items())):
