@@ -225,30 +225,29 @@ def apply_at_driver(
     unmasked, below ``STORAGE_PATCH_MIN_ROWS_CONF`` rows and ``DRIVER_WRITE_MAX_BYTES``.
     None when it is not (nothing written). ``new = old ⊎ ΔV`` over every bucket, as in
     ``_rewrite_in_one_pass``: no bucket is linked, no mask carried."""
-    if not _small_and_local(spark, view):
+    if _rewritable_at_driver(spark, view) is None:
         return None
     return _rewritten_at_driver(
         spark, view, _bucket_files(spark, view.snapshot), new_snapshot_path(root), merged
     )
 
 
-def _small_and_local(spark: SparkSession, view: MvMetadata) -> bool:
-    """Whether ``view``'s snapshot is local, unmasked and below
-    ``STORAGE_PATCH_MIN_ROWS_CONF`` rows: the driver may rewrite it whole."""
-    local = fs.os_path(spark, view.snapshot)
-    return local is not None and not view.masked_rows and view.row_count < _patch_min_rows(spark)
+def _rewritable_at_driver(spark: SparkSession, view: MvMetadata) -> str | None:
+    """The local path of ``view``'s snapshot when the driver may rewrite it whole: unmasked
+    and below ``STORAGE_PATCH_MIN_ROWS_CONF`` rows; else None."""
+    if view.masked_rows or view.row_count >= _patch_min_rows(spark):
+        return None
+    return fs.os_path(spark, view.snapshot)
 
 
 def _rewritten_at_driver(
     spark: SparkSession, view: MvMetadata, files: BucketFiles, path: str, merged: RewriteAtDriver
 ) -> AppliedChange | None:
     """``apply_at_driver`` into ``path``, the snapshot's ``files`` listed; None (nothing
-    written) when the view is not small and local or its files not read as one table."""
-    local = fs.os_path(spark, view.snapshot)
+    written) when the view is not rewritten so or its files not read as one table."""
+    local = _rewritable_at_driver(spark, view)
     size = sum(size for names in files.values() for size in names.values())
-    if local is None or not _small_and_local(spark, view):
-        return None
-    if not files or size > DRIVER_WRITE_MAX_BYTES:
+    if local is None or not files or size > DRIVER_WRITE_MAX_BYTES:
         return None
     target = writable_directory(spark, path)
     if target is None:
@@ -519,11 +518,13 @@ def _keyed(change: pa.Table, merge: Merge, buckets: int) -> pa.Table:
     row's bucket and key hash, as ``bucket_sql`` and ``key_hash_sql`` compute them."""
     types = {field.name: field.dataType for field in merge.schema.fields}
     hashed = hashed_columns(merge.schema, merge.key_columns)
-    found = row_hashes(change.select(hashed), [types[c] for c in hashed]) if hashed else None
-    hashes = pa.array(found or [0] * change.num_rows, pa.int64())
-    # Python's % of a positive modulus is Spark's pmod
-    bucket = pa.array([h % buckets for h in found] if found else [0] * change.num_rows, pa.int32())
-    return change.append_column(BUCKET_COLUMN, bucket).append_column(KEY_HASH, hashes)
+    hashes = [0] * change.num_rows  # no hashable key: all in bucket 0, as ``bucket_sql``
+    if hashed:
+        hashes = row_hashes(change.select(hashed), [types[c] for c in hashed])
+    bucket = [h % buckets for h in hashes]  # Python's % of a positive modulus is Spark's pmod
+    return change.append_column(BUCKET_COLUMN, pa.array(bucket, pa.int32())).append_column(
+        KEY_HASH, pa.array(hashes, pa.int64())
+    )
 
 
 def _staged_at_driver(

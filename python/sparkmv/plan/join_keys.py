@@ -223,4 +223,6 @@ def _exact(field: StructField) -> bool:
 
 
 def _tuples(rows: pa.Table, columns: tuple[str, ...]) -> list[Keys]:
-    return list(zip(*(rows.column(column).to_pylist() for column in columns), strict=True))
+    """The keys of ``rows``, whose first columns are ``columns``: taken by position, as a
+    key may name a column twice (``r1.a = r.b AND r1.b = r.b`` keys ``r`` on ``(b, b)``)."""
+    return list(zip(*(rows.column(i).to_pylist() for i in range(len(columns))), strict=True))
