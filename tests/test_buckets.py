@@ -8,11 +8,11 @@ from __future__ import annotations
 import datetime
 import decimal
 
+import pyarrow as pa
 from conftest import spark_examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
-import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 from sparkmv.buckets import bucket_of, bucket_sql, hashed_columns, key_hash_sql, row_hashes

@@ -157,9 +157,7 @@ def test_a_line_inserted_and_deleted_in_one_change_is_not_read_as_deleted(
     refresh_all(spark)
 
 
-def test_a_key_naming_one_column_twice_is_proved_by_position(
-    spark: SparkSession, db: str
-) -> None:
+def test_a_key_naming_one_column_twice_is_proved_by_position(spark: SparkSession, db: str) -> None:
     """``a.k = b.k AND a.x = b.k`` keys ``b`` on ``(k, k)``: the proof reads the change's
     key columns by position, not by name (by name, the refresh failed)."""
     for statement in (LINES, FIRST_LINES):
