@@ -13,7 +13,7 @@ A row view over such a join (``driver_row_join``: its stored rows a join under f
 projections, a DISTINCT's input for a counted one) gets the same: the plan computes
 ``Δstored``, and the refresh merges it into the stored rows it hits
 (``apply/incremental.py``), placing each row in its bucket with the driver's own
-``xxhash64`` (``buckets.key_hashes``). Its stored columns compare and hash at the driver as in
+``xxhash64`` (``buckets.row_hashes``). Its stored columns compare and hash at the driver as in
 Spark (``driver_join.key_type``).
 """
 
@@ -143,7 +143,10 @@ def _skipped(
     for table, tests in screens.items():
         if not tables.changed(table):
             continue
-        change = tables.change(table)
+        try:
+            change = tables.change(table)
+        except DriverMergeDeclinedError:  # not read by the driver: not counted
+            continue
         types = {f.name: f.dataType for f in table_schemas[table].fields}
         columns = {name: name for name in change.column_names if name in types}
         predicate = columnar_predicate(exp.or_(*tests), columns, types)
