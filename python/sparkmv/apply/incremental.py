@@ -153,9 +153,12 @@ def apply_change(
         files = _bucket_files(spark, view.snapshot)
         step = f"REFRESH {view.name}:"
         if isinstance(change, pa.Table):
-            rewritten = _rewritten_at_driver(spark, view, files, path, _rows_merged(change, merge))
-            if rewritten is not None:
-                return rewritten
+            local = _rewritable_at_driver(spark, view)
+            if local is not None:
+                rewrite = _rows_merged(change, merge)
+                rewritten = _rewritten_at_driver(spark, view, local, files, path, rewrite)
+                if rewritten is not None:
+                    return rewritten
         elif _rewritten_in_one_pass(spark, view, merge, files, path):
             with job_step(spark, f"{step} ΔV, merged into all {buckets(view.layout.buckets)}"):
                 return _rewrite_in_one_pass(spark, view, change, merge, files, path)
@@ -225,11 +228,11 @@ def apply_at_driver(
     unmasked, below ``STORAGE_PATCH_MIN_ROWS_CONF`` rows and ``DRIVER_WRITE_MAX_BYTES``.
     None when it is not (nothing written). ``new = old ⊎ ΔV`` over every bucket, as in
     ``_rewrite_in_one_pass``: no bucket is linked, no mask carried."""
-    if _rewritable_at_driver(spark, view) is None:
+    local = _rewritable_at_driver(spark, view)
+    if local is None:
         return None
-    return _rewritten_at_driver(
-        spark, view, _bucket_files(spark, view.snapshot), new_snapshot_path(root), merged
-    )
+    files = _bucket_files(spark, view.snapshot)
+    return _rewritten_at_driver(spark, view, local, files, new_snapshot_path(root), merged)
 
 
 def _rewritable_at_driver(spark: SparkSession, view: MvMetadata) -> str | None:
@@ -241,13 +244,18 @@ def _rewritable_at_driver(spark: SparkSession, view: MvMetadata) -> str | None:
 
 
 def _rewritten_at_driver(
-    spark: SparkSession, view: MvMetadata, files: BucketFiles, path: str, merged: RewriteAtDriver
+    spark: SparkSession,
+    view: MvMetadata,
+    local: str,
+    files: BucketFiles,
+    path: str,
+    merged: RewriteAtDriver,
 ) -> AppliedChange | None:
-    """``apply_at_driver`` into ``path``, the snapshot's ``files`` listed; None (nothing
-    written) when the view is not rewritten so or its files not read as one table."""
-    local = _rewritable_at_driver(spark, view)
+    """``apply_at_driver`` into ``path``, of a view ``_rewritable_at_driver`` (its snapshot
+    at ``local``, its ``files`` listed); None (nothing written) when its files are too large
+    or not read as one table."""
     size = sum(size for names in files.values() for size in names.values())
-    if local is None or not files or size > DRIVER_WRITE_MAX_BYTES:
+    if not files or size > DRIVER_WRITE_MAX_BYTES:
         return None
     target = writable_directory(spark, path)
     if target is None:
