@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import object_store
 import pytest
 import sparkmv
 import versioned_catalog
@@ -64,6 +65,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
             "spark.default.parallelism": "2",
             "spark.driver.memory": "2g",  # one session runs the whole suite
             **versioned_catalog.session_conf(),  # DSv2 catalogs with and without a changelog
+            # objstore:// paths; with SPARKMV_TEST_FS=objstore the warehouse is on them
+            **(
+                object_store.warehouse_conf(warehouse)
+                if object_store.enabled()
+                else object_store.session_conf(tmp_path_factory.mktemp("objstore"))
+            ),
         },
     )
     yield session
@@ -98,7 +105,8 @@ def multiset(frame: DataFrame) -> Counter[tuple[object, ...]]:
 
 
 def assert_view_matches_query(spark: SparkSession, view: str) -> None:
-    """The correctness oracle (DESIGN §7): the view equals its query run afresh, as multisets."""
+    """The correctness oracle (docs/development.md): the view equals its query run afresh, as
+    multisets."""
     query = spark.sql(f"DESCRIBE MATERIALIZED VIEW EXTENDED {view}").collect()
     text = next(row.data_type for row in query if row.col_name == "Query")
     database = next(row.data_type for row in query if row.col_name == "Query Database")
@@ -129,9 +137,9 @@ def view_description(spark: SparkSession, view: str) -> dict[str, str]:
 
 
 def assert_view_equals_query_except_all(spark: SparkSession, view: str) -> None:
-    """The oracle (DESIGN §7) computed by Spark rather than the driver: the view EXCEPT ALL
-    its query run afresh and the query EXCEPT ALL the view are both empty (multisets; NULLs
-    match), so on a cluster the comparison itself runs in the executors."""
+    """The oracle (docs/development.md) computed by Spark rather than the driver: the view
+    EXCEPT ALL its query run afresh and the query EXCEPT ALL the view are both empty
+    (multisets; NULLs match), so on a cluster the comparison itself runs in the executors."""
     described = view_description(spark, view)
     current = spark.catalog.currentDatabase()
     spark.catalog.setCurrentDatabase(described["Query Database"])
@@ -158,10 +166,18 @@ def change_log_of(spark: SparkSession, table: str) -> ChangeLog:
 
 
 def table_location(spark: SparkSession, table: str) -> Path:
-    """The local directory of ``table`` (a ``file:`` location), as its catalog entry says."""
+    """The local directory of ``table`` (a ``file:`` location, or the directory behind an
+    ``objstore:`` one: ``object_store``), as its catalog entry says."""
     row = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").where("col_name = 'Location'").first()
     assert row is not None
-    return Path(row.data_type.removeprefix("file:"))
+    return local_path(spark, row.data_type)
+
+
+def local_path(spark: SparkSession, path: str) -> Path:
+    """The local file behind ``path``: a ``file:`` path's, or the object store's backing file
+    of an ``objstore:`` one (what a test of a bucket would read with the store's client)."""
+    root = spark.sparkContext._jsc.hadoopConfiguration().get(object_store.ROOT_CONF)
+    return object_store.local_path(path, Path(str(root)))
 
 
 def table_files(spark: SparkSession, table: str) -> TableFiles:
@@ -239,6 +255,8 @@ def run_crash_step(
     env.pop(CRASH_AT_ENV, None)
     if crash_at:
         env[CRASH_AT_ENV] = crash_at
+    if object_store.enabled():  # the child's warehouse on the store too
+        arguments = [str(object_store.CHILD), *arguments]
     return subprocess.run(
         [sys.executable, *arguments],
         capture_output=True,

@@ -1,7 +1,7 @@
 """Randomized differential tests: fixed views × random write streams, oracle after each refresh.
 
-Every refresh must leave the view equal to its query run afresh (DESIGN §7), and report the
-mode it used: a view of the maintainable class refreshes INCREMENTAL, one outside it FULL
+Every refresh must leave the view equal to its query run afresh (docs/development.md), and
+report the mode it used: a view of the maintainable class refreshes INCREMENTAL, one outside it FULL
 with the construct that stands in the way as its reason; a refresh with no change to the
 tables the view reads does nothing (INCREMENTAL, "no base table changed ..."). Each view
 runs on every run (one random stream each); each stream follows the insert → no change →

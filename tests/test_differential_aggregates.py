@@ -5,7 +5,7 @@ their DISTINCT forms and decimal sums, GROUP BY keys that are expressions, globa
 aggregates, HAVING, aggregates over joins and derived tables, and aggregates joined further)
 over three small tables with NULLs and duplicates, under random INSERT / DELETE / UPDATE /
 MERGE batches. Groups vanish and come back, arguments are all NULL, extremes are deleted.
-After every refresh the view equals its query run afresh (DESIGN §7) and every refresh is
+After every refresh the view equals its query run afresh (docs/development.md) and every refresh is
 incremental.
 """
 

@@ -4,7 +4,7 @@
 that sparkmv tracks. Random rows with NULLs and duplicates; each step commits a version of
 ``r`` with random inserts, deletes of single copies and updates (pre/post-images), and
 sometimes writes ``s`` with SQL. After every refresh each view equals its query run afresh
-(DESIGN §7) and the refresh was INCREMENTAL: policy AUTO, whose cost model cannot size a
+(docs/development.md) and the refresh was INCREMENTAL: policy AUTO, whose cost model cannot size a
 changelog's table and so does not choose.
 """
 

@@ -6,7 +6,7 @@ A fleet is ``FLEET_SIZE`` views drawn from the classes of ``test_differential_sp
 WITH, aggregates), created over three small tables with NULLs and duplicates, then a stream
 of INSERT / DELETE / UPDATE / MERGE batches to any of the tables, each followed by a refresh
 of every view. After CREATE and after every refresh every view must equal its query run
-afresh (DESIGN §7), and every refresh must be incremental. The storage confs (buckets,
+afresh (docs/development.md), and every refresh must be incremental. The storage confs (buckets,
 patching, compaction) are drawn per fleet.
 
 One (view, stream) pair is a *case*. A fleet shares the set-up and the writes among its

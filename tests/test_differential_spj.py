@@ -2,7 +2,7 @@
 
 Random views of the class (``view_generator``) over three small tables with NULLs and
 duplicates, under random streams of INSERT / DELETE / UPDATE / MERGE batches; after every
-refresh the view must equal its query run afresh (DESIGN §7), and every refresh of such a
+refresh the view must equal its query run afresh (docs/development.md), and every refresh of such a
 view must be incremental once the engine maintains the class. Views outside the class
 refresh fully, say why, and are refused under the INCREMENTAL policy.
 
@@ -362,10 +362,11 @@ NEVER_INCREMENTAL = (
     "window",
     "aggregate",
 )
-# Constructs of later milestones (DESIGN §6): FULL until the engine maintains them; move one out of
-# this tuple (and into the generator) when it does. EXCEPT and INTERSECT, DISTINCT and ALL, are
-# maintained (analyze/relational.py, per-row counters; the ALL forms replicate each row min(n_A,
-# n_B) or max(n_A - n_B, 0) times) and the generator draws them. [NOT] EXISTS, IN, scalar subqueries
+# Constructs of later milestones (docs/sql-reference.md): FULL until the engine maintains
+# them; move one out of this tuple (and into the generator) when it does. EXCEPT and
+# INTERSECT, DISTINCT and ALL, are maintained (analyze/relational.py, per-row counters; the
+# ALL forms replicate each row min(n_A, n_B) or max(n_A - n_B, 0) times) and the generator
+# draws them. [NOT] EXISTS, IN, scalar subqueries
 # and outer joins are maintained (analyze/decorrelate.py) and drawn by
 # view_generator.SubqueryViewBuilder (test_differential_subqueries.py); EXISTS in the HAVING of an
 # aggregate query is not.

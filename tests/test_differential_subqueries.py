@@ -6,7 +6,7 @@ equalities, by other comparisons or not at all, ``LEFT``/``RIGHT``/``FULL`` oute
 ``ON`` conditions, chains, aggregates above them) and ``LEFT SEMI``/``LEFT ANTI`` joins
 (``view_generator.SubqueryViewBuilder``), in fleets over three small tables with NULLs and
 duplicates, under random INSERT / DELETE / UPDATE / MERGE batches. After CREATE and after
-every refresh every view equals its query run afresh (DESIGN §7), and every refresh is
+every refresh every view equals its query run afresh (docs/development.md), and every refresh is
 INCREMENTAL (``check_fleet``).
 
 Every run checks ``example_fleet``, views written to take every branch the generator can

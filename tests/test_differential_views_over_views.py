@@ -11,8 +11,8 @@ Two base tables with NULLs and duplicates, ``r(a, b)`` and ``s(b, c)``, and a gr
 under random INSERT / DELETE / UPDATE batches, each followed by a refresh of a random view,
 with or without CASCADE — so sometimes the upstream alone, sometimes a downstream before its
 upstream (it then reads what the upstream has logged so far), sometimes the whole chain.
-After every refresh each view it refreshed equals its query run afresh (DESIGN §7: over its
-upstream views as they stand) and was refreshed INCREMENTAL: a downstream view reads the
+After every refresh each view it refreshed equals its query run afresh (docs/development.md:
+over its upstream views as they stand) and was refreshed INCREMENTAL: a downstream view reads the
 change its upstream logged (``capture/view_log.py``), never the upstream's stored rows, and a
 full refresh of an upstream logs the exact difference. At the end every view is refreshed
 with CASCADE and all equal their queries.

@@ -7,7 +7,7 @@ running ``RANGE`` frames), ``ROWS`` frames, ``LAG``/``LEAD``, ``ROW_NUMBER``/``N
 view reads), top-k filters over them, windows without PARTITION BY, over joins and under a
 WHERE (``window_views``), in fleets over three small tables with NULLs and duplicates, under
 random INSERT / DELETE / UPDATE / MERGE batches. After CREATE and after every refresh every
-view equals its query run afresh (DESIGN §7), and every refresh is INCREMENTAL
+view equals its query run afresh (docs/development.md), and every refresh is INCREMENTAL
 (``check_fleet``).
 
 Every run checks ``branch_fleet``: views drawn from fixed seeds until they take every branch

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from conftest import py4j_round_trips
 from pyspark.sql import SparkSession
@@ -17,25 +16,7 @@ from sparkmv.delta.relation import TempViews
 from sparkmv.observations import observe
 
 
-def test_collect_arrow_keeps_the_rows_in_order_and_the_types_of_no_rows(
-    spark: SparkSession,
-) -> None:
-    rows = spark.range(0, 1000, numPartitions=4).selectExpr("id", "CAST(id % 7 AS INT) AS k")
-    table = frames.collect_arrow(rows.orderBy("id"), "test")
-    assert table.column("id").to_pylist() == list(range(1000))
-    empty = frames.collect_arrow(rows.where("id < 0"), "test")
-    assert empty.num_rows == 0
-    assert empty.schema.field("k").type == pa.int32()
-
-
-def test_collect_arrow_raises_the_error_that_failed_the_job(spark: SparkSession) -> None:
-    with session_conf(spark, {"spark.sql.ansi.enabled": "true"}):
-        failing = spark.range(3).selectExpr("1 DIV (id - 1) AS q")
-        with pytest.raises(Exception, match="DIVIDE_BY_ZERO"):
-            frames.collect_arrow(failing, "test")
-
-
-@pytest.mark.parametrize("action", ["collect_arrow", "local_checkpoint", "write"])
+@pytest.mark.parametrize("action", ["collect", "local_checkpoint", "write"])
 def test_metrics_observed_below_a_temporary_view_arrive(
     spark: SparkSession, tmp_path: Path, action: str
 ) -> None:
@@ -45,8 +26,8 @@ def test_metrics_observed_below_a_temporary_view_arrive(
     views = TempViews(spark)
     try:
         query = frames.sql(spark, f"SELECT id FROM {views.name_of(observed)} WHERE id < 3")
-        if action == "collect_arrow":
-            assert frames.collect_arrow(query, "test").num_rows == 3
+        if action == "collect":
+            assert len(query.collect()) == 3
         elif action == "local_checkpoint":
             assert query.localCheckpoint(eager=True).count() == 3
         else:

@@ -1,4 +1,4 @@
-"""Golden SQL files (DESIGN §7), in the format of Spark's ``SQLQueryTestSuite``.
+"""Golden SQL files (docs/development.md), in the format of Spark's ``SQLQueryTestSuite``.
 
 Each ``sql-tests/inputs/<stem>.sql`` runs statement by statement in its own fresh database
 ``golden_<stem>``; every statement's schema and output (or error) is written as a
@@ -101,7 +101,7 @@ def run_query(spark: SparkSession, sql: str, normalise: Callable[[str], str]) ->
     except PySparkException as error:
         return QueryOutput(sql, "struct<>", normalise(format_error(error)))
     except Exception as error:
-        # Users must only ever see Spark-style errors (DESIGN §2), never a Python one.
+        # Users must only ever see Spark-style errors (docs/sql-reference.md), never a Python one.
         raise AssertionError(f"not a Spark error from: {sql}") from error
     lines = [normalise(format_row(row, frame.columns)) for row in rows]
     if not keeps_row_order(sql):

@@ -8,10 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
 from conftest import assert_view_matches_query, last_job_id, session_confs
 from pyspark.sql import SparkSession
-from sparkmv.apply import incremental
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
 from sparkmv.jobs import JOB_DESCRIPTION
 
@@ -28,18 +26,11 @@ def job_descriptions(spark: SparkSession) -> Iterator[list[str]]:
         found.append(str(description.get()) if description.isDefined() else "")
 
 
-def test_refresh_jobs_name_the_view_and_the_step(
-    spark: SparkSession, db: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # the patch below finds the rows it replaces by a Spark job (as past the bound of the
-    # driver's own scan), so that every step of a patch names its job
-    monkeypatch.setattr(incremental, "DRIVER_SCAN_MAX_BYTES", 0)
+def test_refresh_jobs_name_the_view_and_the_step(spark: SparkSession, db: str) -> None:
     spark.sql("CREATE TABLE t (k INT, v INT) USING parquet")
     spark.sql("INSERT INTO t SELECT id % 10, id FROM range(200)")
     spark.sparkContext.setLocalProperty(JOB_DESCRIPTION, "the user's statement")
     with job_descriptions(spark) as created:
-        # ``h`` is floating point: the patch below merges in Spark (a job of its own), not at
-        # the driver, so every step of a patch names its job
         spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k, v, v / 2 AS h FROM t WHERE k < 5")
     assert f"CREATE MATERIALIZED VIEW {db}.v: compute" in created
     spark.sql("INSERT INTO t VALUES (1, 1000)")

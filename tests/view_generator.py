@@ -1,6 +1,6 @@
 """Hypothesis strategies: random views of the select-project-join / DISTINCT / UNION class.
 
-The class (DESIGN §6, first milestone): selections, bag projections with deterministic expressions,
+The class (docs/sql-reference.md): selections, bag projections with deterministic expressions,
 inner joins of any number of table occurrences (self-joins; ``JOIN ... ON``, comma joins with the
 condition in WHERE, ``CROSS JOIN``; equi, non-equi and NULL-sensitive conditions), ``DISTINCT``,
 ``UNION ALL``, ``UNION``, ``INTERSECT``, ``EXCEPT`` (and their ``ALL`` forms), derived tables in

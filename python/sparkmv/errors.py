@@ -137,6 +137,14 @@ class ErrorClass(Enum):
         "nothing of this statement was committed. Run it again: it will read the view as the "
         "other statement left it.",
     )
+    FILE_SYSTEM_CANNOT_COMMIT = ErrorSpec(
+        "0A000",
+        "sparkmv cannot commit {path}: its file system offers no atomic create-if-absent (its "
+        "files are visible while written, and its rename replaces an existing file), so two "
+        "writers of one change-log version could both commit and one write would be lost. "
+        "Nothing was written. Keep the warehouse on local disk, HDFS or an object store with "
+        "conditional puts (docs/cluster.md).",
+    )
     ROW_LEVEL_WRITE_NOT_SUPPORTED = ErrorSpec(
         "0A000",
         "{statement} on {table} cannot run: {reason}.",

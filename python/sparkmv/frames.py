@@ -3,26 +3,20 @@
 Through PySpark's API each of them costs several, counted here with the releases of the JVM
 objects Python drops afterwards: ``spark.sql`` 8 (it converts an empty argument list), a
 parquet read with a schema about 20 (a reader, its schema and options, the path list element
-by element), ``selectExpr`` 6 and every ``F.expr`` 4, ``toArrow`` about 30 (two configuration
-lookups and the socket's details as a Java array, read element by element). An incremental
-refresh makes dozens of these calls; here each costs one round trip, and the release of the
-one DataFrame it returns. Lists cross as JSON, the way ``CatalogBridge`` takes them.
+by element), ``selectExpr`` 6 and every ``F.expr`` 4. An incremental refresh makes dozens
+of these calls; here each costs one round trip, and the release of the one DataFrame it
+returns. Lists cross as JSON, the way ``CatalogBridge`` takes them.
 """
 
 from __future__ import annotations
 
 import json
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import Any
 
-import pyarrow as pa
-from pyspark.errors import PySparkRuntimeError
-from pyspark.errors.exceptions.captured import unwrap_spark_exception
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
-from pyspark.util import local_connect_and_auth
 
 from sparkmv.config import FRAME_BRIDGE_CLASS
 from sparkmv.jvm import StaticMethods, helper
@@ -83,6 +77,14 @@ def read_parquets(spark: SparkSession, reads: Sequence[ParquetRead]) -> DataFram
     return DataFrame(bridge(spark).readParquet(session, listed), spark)
 
 
+def write_parquet(
+    frame: DataFrame, path: str, mode: str = "errorifexists", partition_by: Sequence[str] = ()
+) -> None:
+    """``frame.write.mode(mode).partitionBy(*partition_by).parquet(path)``, in one round
+    trip (PySpark's writer costs about seven)."""
+    bridge(frame.sparkSession).writeParquet(frame._jdf, path, mode, json.dumps(list(partition_by)))
+
+
 def empty(spark: SparkSession, schema: T.StructType) -> DataFrame:
     """No rows, with ``schema``."""
     session: Any = spark._jsparkSession
@@ -116,49 +118,3 @@ def schema(frame: DataFrame) -> T.StructType:
 def deterministic(frame: DataFrame) -> bool:
     """Whether ``frame``'s analyzed plan is deterministic."""
     return bool(bridge(frame.sparkSession).deterministic(frame._jdf))
-
-
-def collect_arrow(frame: DataFrame, call_site: str) -> pa.Table:
-    """``frame``'s rows at the driver as an Arrow table (PySpark's ``toArrow``, without the
-    cast to the schema it derives in Python: the batches' own types, whose timestamps carry
-    the session's time zone instead of UTC, the same instants). ``call_site`` names the job
-    (Spark's UI and logs)."""
-    spark = frame.sparkSession
-    port, secret, token = json.loads(str(bridge(spark).collectArrow(frame._jdf, call_site)))
-    try:
-        stream, connection = local_connect_and_auth(port, secret)
-        connection.settimeout(None)  # as PySpark: the job takes what it takes (SPARK-18281)
-        try:
-            return _collected_table(stream)
-        finally:
-            stream.close()
-            connection.close()
-    finally:
-        with unwrap_spark_exception():  # the JVM's own error, as PySpark raises it
-            bridge(spark).arrowResult(token)
-
-
-def _collected_table(stream: IO[bytes]) -> pa.Table:
-    """What ``Dataset.collectAsArrowToPython`` serves, as PySpark's
-    ``ArrowCollectSerializer`` reads it: an Arrow stream of batches in the order they
-    finished, then their order (or -1 and the JVM's error). Unlike it, keeps the stream's
-    schema, so that no rows still make a typed table."""
-    reader = pa.ipc.open_stream(stream)
-    batches = list(reader)
-    count = _read_int(stream)
-    if count == -1:
-        message = stream.read(_read_int(stream)).decode("utf-8")
-        raise PySparkRuntimeError(
-            errorClass="ERROR_OCCURRED_WHILE_CALLING",
-            messageParameters={"func_name": "collect_arrow", "error_msg": message},
-        )
-    ordered = [batches[_read_int(stream)] for _ in range(count)]
-    return pa.Table.from_batches(ordered, schema=reader.schema)
-
-
-def _read_int(stream: IO[bytes]) -> int:
-    """A big-endian 32-bit integer (PySpark's ``read_int``)."""
-    data = stream.read(4)
-    if len(data) < 4:
-        raise EOFError("the JVM closed the Arrow stream early")
-    return int(struct.unpack("!i", data)[0])

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from sparkmv.config import FS_BRIDGE_CLASS
+from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jvm import helper
 
 
@@ -149,19 +150,25 @@ def read_text(spark: SparkSession, path: str) -> str:
 def publish_text(spark: SparkSession, path: str, text: str) -> bool:
     """Create ``path`` holding ``text`` atomically; False if ``path`` already exists.
 
-    The text goes to a hidden temporary file first and is then put in place, so a reader
-    sees the whole file or none, and a crash leaves at most a stray temporary file. On the
-    local file system that is done here: a hard link, which fails if ``path`` exists, so of
-    two writers exactly one publishes. Hadoop's local file system would set each new file's
-    permissions by running ``chmod`` in a child process when its native library is absent
-    (twice: the file and its checksum), 12-17 ms per file; a captured write publishes a
-    manifest each. Elsewhere (and for paths with escaped characters, which Hadoop decodes)
-    Hadoop does it.
+    The commit point of a change log (``docs/cluster.md``): of two writers exactly one
+    publishes, and a reader sees the whole file or none. On the local file system that is
+    done here: the text goes to a hidden temporary file, then a hard link to ``path``, which
+    fails if ``path`` exists (a crash leaves at most a stray temporary file). Hadoop's local
+    file system would set each new file's permissions by running ``chmod`` in a child
+    process when its native library is absent (twice: the file and its checksum), 12-17 ms
+    per file; a captured write publishes a manifest each. Elsewhere (and for paths with
+    escaped characters, which Hadoop decodes) ``FsBridge.publishText`` does it the file
+    system's way: a conditional put on an object store (which has no atomic rename), a
+    rename that refuses to replace on HDFS. A file system with neither is refused
+    (FILE_SYSTEM_CANNOT_COMMIT) before anything is written.
     """
     local = os_path(spark, path)
     if local is None:
         hadoop = _hadoop(spark)
-        return bool(hadoop.bridge.publishText(hadoop.configuration, path, text))
+        published = str(hadoop.bridge.publishText(hadoop.configuration, path, text))
+        if published == "unsupported":
+            raise SparkMvError(ErrorClass.FILE_SYSTEM_CANNOT_COMMIT, path=path)
+        return published == "published"
     directory = os.path.dirname(local)
     os.makedirs(directory, exist_ok=True)
     temporary = os.path.join(directory, f".{uuid.uuid4().hex}.tmp")
@@ -255,7 +262,11 @@ def make_dirs(spark: SparkSession, path: str) -> None:
 
 
 def move(spark: SparkSession, source: str, target: str) -> None:
-    """Rename ``source`` to ``target`` (copying when they are on different file systems)."""
+    """Rename ``source`` to ``target`` (copying when they are on different file systems).
+
+    Not atomic on an object store (a copy, then a delete): callers move files only into
+    directories that nothing committed names yet, so a crash halfway leaves an orphan copy,
+    never a half-visible change (``docs/cluster.md``)."""
     fs, source_path = filesystem(spark, source)
     target_fs, target_path = filesystem(spark, target)
     target_fs.mkdirs(target_path.getParent())
@@ -266,8 +277,9 @@ def move(spark: SparkSession, source: str, target: str) -> None:
 
 def link(spark: SparkSession, source: str, target: str) -> None:
     """Make ``target`` a second name of ``source``'s bytes: a hard link on a local file
-    system (no copy: copy-on-write and preserved files cost a directory entry), else a copy.
-    Either way ``source`` can be deleted afterwards without affecting ``target``."""
+    system (no copy: copy-on-write and preserved files cost a directory entry), else a copy
+    (an object store has no links). Either way ``source`` can be deleted afterwards without
+    affecting ``target``."""
     source_local, target_local = _local_path(spark, source), _local_path(spark, target)
     if source_local is not None and target_local is not None:
         os.makedirs(os.path.dirname(target_local), exist_ok=True)

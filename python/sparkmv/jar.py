@@ -2,7 +2,7 @@
 
 There is no Maven Central and no sbt here, but pyspark's wheel ships the Scala compiler
 (``scala-compiler``, ``scala-library``, ``scala-reflect``) and every Spark jar in
-``pyspark/jars/``; that is all a compile of the shim needs (DESIGN §3, "Build").
+``pyspark/jars/``; that is all a compile of the shim needs (docs/development.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The names of a view's stored columns (DESIGN §4), shared by the stage that plans a
+"""The names of a view's stored columns (docs/architecture.md), shared by the stage that plans a
 refresh's merge (``plan/``) and the one that writes it (``apply/``).
 
 Storage columns are positional (``c0``, ``c1``, ...): the catalog view renames them to the

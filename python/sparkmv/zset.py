@@ -1,4 +1,4 @@
-"""Z-sets as DataFrames (DESIGN §4): a relation's columns plus an integer weight.
+"""Z-sets as DataFrames (docs/architecture.md): a relation's columns plus an integer weight.
 
 A positive weight is that many inserted copies of the row, a negative one that many deleted
 copies; this is Blakeley's multiplicity counter kept as data. The union of two deltas is
@@ -8,7 +8,6 @@ row inserted and deleted within one range disappears while duplicates keep their
 
 from __future__ import annotations
 
-import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -32,8 +31,8 @@ EXACT_TYPES = (
     T.BinaryType,
 )
 """Types whose values Spark finds equal exactly when their representations are: equal values
-hash equally, and grouping them by value in Arrow groups them as Spark does. Floating point
-is not among them (Spark takes 0.0 = -0.0 and groups every NaN together)."""
+hash equally (``buckets.bucket_sql``). Floating point is not among them (Spark takes
+0.0 = -0.0 and groups every NaN together)."""
 
 
 def column(name: str) -> Column:
@@ -86,10 +85,3 @@ def as_bag(zset: DataFrame, weight: str = WEIGHT) -> DataFrame:
     copies = F.explode(F.array_repeat(F.lit(True), F.col(weight).cast("int")))
     columns = [column(name) for name in zset.columns if name != weight]
     return zset.select(*columns, copies.alias("__copy")).drop("__copy")
-
-
-def repeated_rows(rows: pa.Table, copies: list[int]) -> pa.Table:
-    """Row ``i`` of ``rows`` ``copies[i]`` times (none when not positive): a Z-set's rows at
-    the driver as a bag."""
-    indices = [i for i, count in enumerate(copies) if count > 0 for _ in range(count)]
-    return rows.take(pa.array(indices, pa.int64()))

@@ -95,14 +95,13 @@ def run_step(
 @pytest.mark.parametrize(
     "query",
     ["SELECT a FROM t", "SELECT a, count(*) AS n FROM t GROUP BY a"],
-    ids=["rows", "aggregate-at-the-driver"],
+    ids=["rows", "aggregate"],
 )
 def test_crash_during_refresh_recovers(tmp_path: Path, query: str) -> None:
     """A refresh killed before its commit leaves the old view; one killed after it, the new.
 
     Either way the next refresh works and leaves only the current and previous snapshots
-    (one with nothing to do is not counted, but removes what the crash left). The same holds
-    for a refresh the driver runs alone (``plan/driver_aggregate.py``).
+    (one with nothing to do is not counted, but removes what the crash left).
     """
     warehouse = tmp_path / "warehouse"
     crashed = run_step(warehouse, "setup+refresh", "refresh.before_commit", arguments=(query,))

@@ -16,7 +16,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import assert_view_matches_query, change_log_of, table_location, zset_counter
+from conftest import (
+    assert_view_matches_query,
+    change_log_of,
+    local_path,
+    table_location,
+    zset_counter,
+)
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sparkmv import fs
@@ -87,7 +93,7 @@ def test_retention_compacts_consumed_versions_and_then_deletes_replaced_files(
     refresh_reason(spark, "v")
     assert log.earliest_readable() == log.current_version() - 1  # w has not consumed the DELETE
     assert all(path.exists() for path in original)
-    rows = Path(log.root.removeprefix("file:")) / "rows"
+    rows = local_path(spark, log.root) / "rows"
     assert list(rows.rglob("*.parquet"))  # the DELETE's deleted rows
     refresh_reason(spark, "w")
     assert log.earliest_readable() == log.current_version()
@@ -137,7 +143,7 @@ def test_drop_table_takes_its_log_and_version_directories(spark: SparkSession, d
     spark.sql("DELETE FROM t WHERE k = 3")
     table_dir = table_location(spark, "t")
     assert table_dir.name.startswith(VERSION_DIR_PREFIX)
-    log_root = Path(change_log_of(spark, "t").root.removeprefix("file:"))
+    log_root = local_path(spark, change_log_of(spark, "t").root)
     spark.sql("DROP TABLE t")
     assert not table_dir.parent.exists() and not log_root.exists()
     spark.sql("CREATE TABLE t (k INT, v STRING) USING parquet")  # the name is free again

@@ -6,14 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import assert_view_matches_query, table_properties
+from conftest import assert_view_matches_query, local_path, table_properties
 from pyspark.sql import SparkSession
 from sparkmv.catalog import properties as keys
 
 
 def dependents(spark: SparkSession, table: str) -> list[str]:
     """The views the table's change log lists as reading it."""
-    log_root = Path(table_properties(spark, table)[keys.TRACKING_LOG].removeprefix("file:"))
+    log_root = local_path(spark, table_properties(spark, table)[keys.TRACKING_LOG])
     listed = (log_root / "dependents").iterdir()
     return sorted(path.name for path in listed if not path.name.startswith((".", "_")))
 
@@ -56,7 +56,7 @@ def test_dependents_listed_in_the_table_properties_still_count(
     spark.sql("CREATE MATERIALIZED VIEW v1 AS SELECT a FROM t")
     spark.sql("CREATE MATERIALIZED VIEW v2 AS SELECT a + 1 AS b FROM t")
     spark.sql("CREATE MATERIALIZED VIEW v3 AS SELECT a + 2 AS c FROM t")
-    log_root = Path(table_properties(spark, "t")[keys.TRACKING_LOG].removeprefix("file:"))
+    log_root = local_path(spark, table_properties(spark, "t")[keys.TRACKING_LOG])
     for view in ("v2", "v3"):  # as an older sparkmv recorded them
         (log_root / "dependents" / f"{db}.{view}").unlink()
     listed = json.dumps([f"{db}.v2", f"{db}.v3"])

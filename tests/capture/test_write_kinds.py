@@ -6,7 +6,7 @@ DELETE, UPDATE (including moving rows between partitions) and MERGE — on parti
 unpartitioned tracked tables. After each write the table's contents are taken as a snapshot;
 for every pair of versions ``a < b`` the log's net changes must equal ``T_b − T_a``
 (``T_b EXCEPT ALL T_a`` with weight +n, ``T_a EXCEPT ALL T_b`` with −n). Finally a refresh
-leaves the view equal to its query (DESIGN §7).
+leaves the view equal to its query (docs/development.md).
 """
 
 from __future__ import annotations

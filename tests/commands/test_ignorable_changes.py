@@ -4,7 +4,7 @@ What a refresh would feed the rules is read from the engine EXPLAIN builds: per 
 table its logged rows (an UPDATE assigning no column the view reads is skipped), its net
 change ``ΔR`` (the columns the view never reads NULL, so images equal on the others
 cancel), and per scan its irrelevance filter. The view is checked against its query after
-each refresh (DESIGN §7).
+each refresh (docs/development.md).
 """
 
 from __future__ import annotations

@@ -3,11 +3,10 @@
 Both are deterministic for a given statement and data (timings are not, and stay in
 ``bench/``): a job is Spark's fixed cost of 60-130 ms here, a round trip 0.1-0.4 ms, so a
 regression in either shows up as a slower refresh at every scale. The counts are what the
-refresh path is built to: 1 job for a small single-table view (compute ΔV, merge it with
-every stored row, rewrite), none for a plain aggregate's small change (the driver sums it),
-1 for a patch of small local buckets (compute ΔV; the driver finds and masks the rows it
-replaces and merges them with ΔV), 2 for a larger one, 1 for a row view's insertions
-(appended), ≤ 6 for a join, and a refresh with nothing pending runs no job.
+refresh path is built to: every row is computed by Spark, 1 job for a small single-table
+view (compute ΔV, merge it with every stored row, rewrite), 3 for a patch (stage ΔV, find
+and mask the stored rows it replaces, merge), 2 for a row view's insertions (stage ΔV,
+append its copies), ≤ 6 for a join, and a refresh with nothing pending runs no job.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from conftest import (
     view_description,
 )
 from pyspark.sql import DataFrame, Row, SparkSession
-from sparkmv.apply import incremental
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.commands import refresh as refresh_command
 from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
@@ -35,8 +33,6 @@ ROUND_TRIP_BUDGET = 115
 """A single-table view's refresh: measured 76-87 with inserts and deletes (filter-project 87,
 aggregate 85, distinct 76), 65 inserting only: releases of JVM objects included, and the
 statement's own ``spark.sql(...).collect()`` (16 of them)."""
-DRIVER_ROUND_TRIP_BUDGET = 35
-"""An aggregate view refreshed by the driver: measured 25-27 (16 of them the statement's)."""
 JOIN_OR_PATCH_ROUND_TRIP_BUDGET = 150
 """A patch: measured 100; a join view's refresh: 114."""
 SUBQUERY_ROUND_TRIP_BUDGET = 180
@@ -92,7 +88,7 @@ def fact(spark: SparkSession, db: str) -> str:
     "query",
     [
         "SELECT id, v * 2 AS w FROM fact WHERE k < 5",
-        "SELECT k, count(*) AS n, sum(abs(v)) AS s FROM fact GROUP BY k",  # not at the driver
+        "SELECT k, count(*) AS n, sum(abs(v)) AS s FROM fact GROUP BY k",
         "SELECT DISTINCT k, v FROM fact",
     ],
     ids=["filter-project", "aggregate", "distinct"],
@@ -100,9 +96,8 @@ def fact(spark: SparkSession, db: str) -> str:
 def test_an_incremental_refresh_of_a_small_single_table_view_runs_one_job(
     spark: SparkSession, fact: str, query: str
 ) -> None:
-    """One job computes ΔV, merges it with every stored row and brings the merged rows to
-    the driver, which writes them: the view is small, so it is rewritten whole rather than
-    staged, probed and patched."""
+    """One job computes ΔV, merges it with every stored row and writes the merged rows: the
+    view is small, so it is rewritten whole rather than staged, probed and patched."""
     spark.sql(f"CREATE MATERIALIZED VIEW v AS {query}")
     change_fact(spark)
     row, cost = refresh(spark, "v")
@@ -118,24 +113,25 @@ def _stages(spark: SparkSession, job: int) -> int:
 
 
 @pytest.mark.parametrize("deletes", [False, True], ids=["inserts", "inserts-and-deletes"])
-def test_an_aggregate_refresh_runs_one_job_of_two_stages(
+def test_an_aggregate_refresh_runs_one_job_of_three_stages(
     spark: SparkSession, fact: str, deletes: bool
 ) -> None:
     """ΔR is not consolidated (``relation.net_change``): an insert-only change has no rows
     that could cancel, and an aggregate of ``COUNT``/``SUM`` over one table sums its
     change's weights whatever rows it holds (``aggregate_view.sums_its_change``). The job
     reads ΔR, one partition (``refresh.SINGLE_TASK_CHANGE_BYTES``), and aggregates ΔV's
-    groups in the same stage, then merges them with the stored groups (the second) —
-    consolidating ΔR first cost a stage more, reading ΔR in parallel another."""
+    groups in the same stage, merges them with the stored groups (the second) and writes
+    them by bucket, one file each (the third) — consolidating ΔR first cost a stage more,
+    reading ΔR in parallel another."""
     spark.sql(
         "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(v) AS s FROM fact"
-        " WHERE v % 7 >= 0 GROUP BY k"  # arithmetic: the driver does not refresh it (below)
+        " WHERE v % 7 >= 0 GROUP BY k"
     )
     _change_summed_groups(spark, deletes)
     row, cost = refresh(spark, "v")
     assert row.mode == "INCREMENTAL"
     assert cost.jobs == 1
-    assert _stages(spark, last_job_id(spark)) == 2
+    assert _stages(spark, last_job_id(spark)) == 3
     assert cost.round_trips <= ROUND_TRIP_BUDGET
     assert_view_matches_query(spark, "v")
 
@@ -144,7 +140,7 @@ def test_a_change_past_the_single_task_size_is_read_in_parallel(
     spark: SparkSession, fact: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past ``SINGLE_TASK_CHANGE_BYTES`` the change is read by as many tasks as Spark
-    splits it into, and the aggregate of ΔV's groups shuffles (a third stage)."""
+    splits it into, and the aggregate of ΔV's groups shuffles (a fourth stage)."""
     monkeypatch.setattr(refresh_command, "SINGLE_TASK_CHANGE_BYTES", 0)
     spark.sql(
         "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(v) AS s FROM fact"
@@ -154,7 +150,7 @@ def test_a_change_past_the_single_task_size_is_read_in_parallel(
     row, cost = refresh(spark, "v")
     assert row.mode == "INCREMENTAL"
     assert cost.jobs == 1
-    assert _stages(spark, last_job_id(spark)) == 3
+    assert _stages(spark, last_job_id(spark)) == 4
     assert_view_matches_query(spark, "v")
 
 
@@ -167,13 +163,12 @@ def _change_summed_groups(spark: SparkSession, deletes: bool) -> None:
 
 
 @pytest.mark.parametrize("deletes", [False, True], ids=["inserts", "inserts-and-deletes"])
-def test_a_plain_aggregate_refresh_of_a_small_change_runs_no_job(
+def test_a_plain_aggregate_refresh_of_a_small_change_runs_one_job(
     spark: SparkSession, fact: str, deletes: bool
 ) -> None:
     """``COUNT``/``SUM`` of plain columns grouped by plain columns, a WHERE of comparisons
-    with literals: the driver reads the change's files, filters them, sums them into the
-    changed groups and rewrites the small view itself (``plan/driver_aggregate.py``): no
-    Spark job, and no statement for Spark to plan."""
+    with literals: one Spark job sums the change into the changed groups, merges them with
+    the stored ones and rewrites the small view."""
     spark.sql(
         "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(v) AS s FROM fact"
         " WHERE v >= 1 OR k IN (2, 3) GROUP BY k"
@@ -181,30 +176,27 @@ def test_a_plain_aggregate_refresh_of_a_small_change_runs_no_job(
     _change_summed_groups(spark, deletes)
     row, cost = refresh(spark, "v")
     assert row.mode == "INCREMENTAL"
-    assert cost.jobs == 0
-    assert cost.round_trips <= DRIVER_ROUND_TRIP_BUDGET
+    assert cost.jobs == 1
+    assert cost.round_trips <= ROUND_TRIP_BUDGET
     assert_view_matches_query(spark, "v")
 
 
 @pytest.mark.parametrize(
     "query",
-    ["SELECT id, v * 2 AS w FROM fact WHERE k < 5", "SELECT DISTINCT k, v FROM fact"],
-    ids=["rows", "distinct"],
+    [
+        "SELECT id, v * 2 AS w FROM fact WHERE k < 5",
+        "SELECT DISTINCT k, v FROM fact",
+        # equal doubles need not be equal bits (0.0 and -0.0; NaNs): found and merged by
+        # Spark's own comparison, as any other column
+        "SELECT id, v / 2 AS h FROM fact WHERE k < 5",
+    ],
+    ids=["rows", "distinct", "floating-point"],
 )
-def test_a_patching_refresh_runs_one_job(spark: SparkSession, fact: str, query: str) -> None:
-    """Stage ΔV (the one job); the driver finds the stored rows its deletions replace in the
-    snapshot's files (``driver_scan``), drops those the mask already hides, masks the rest
-    and merges them with ΔV. The second refresh patches a view that has a mask."""
-    assert_patches_run_jobs(spark, query, 1)
-
-
-def test_a_patch_of_large_buckets_finds_the_replaced_rows_by_a_spark_job(
-    spark: SparkSession, fact: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Past ``DRIVER_SCAN_MAX_BYTES`` a second job finds the stored rows ΔV replaces (by the
-    key hashes of ΔV, listed in the query: no broadcast) and brings them to the driver."""
-    monkeypatch.setattr(incremental, "DRIVER_SCAN_MAX_BYTES", 0)
-    assert_patches_run_jobs(spark, "SELECT id, v * 2 AS w FROM fact WHERE k < 5", 2)
+def test_a_patching_refresh_runs_three_jobs(spark: SparkSession, fact: str, query: str) -> None:
+    """Stage ΔV; find the stored rows its deletions replace in the touched buckets, without
+    those the mask already hides, and mask them; merge them with ΔV. The second refresh
+    patches a view that has a mask."""
+    assert_patches_run_jobs(spark, query, 3)
 
 
 def assert_patches_run_jobs(spark: SparkSession, query: str, jobs: int) -> None:
@@ -222,25 +214,9 @@ def assert_patches_run_jobs(spark: SparkSession, query: str, jobs: int) -> None:
     assert int(view_description(spark, "v")["Masked Rows"]) > 0
 
 
-def test_a_patch_of_floating_point_rows_merges_them_in_spark(
-    spark: SparkSession, fact: str
-) -> None:
-    """Equal doubles need not be equal bits (0.0 and -0.0; NaNs): such rows are merged by
-    Spark's own grouping, a second job, not at the driver (which finds the stored rows
-    they hit by their other columns)."""
-    confs = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
-    with session_confs(spark, confs):
-        spark.sql("CREATE MATERIALIZED VIEW v AS SELECT id, v / 2 AS h FROM fact WHERE k < 5")
-        change_fact(spark)
-        row, cost = refresh(spark, "v")
-    assert row.mode == "INCREMENTAL"
-    assert cost.jobs == 2
-    assert_view_matches_query(spark, "v")
-
-
-def test_an_insert_only_refresh_of_a_row_view_runs_one_job(spark: SparkSession, fact: str) -> None:
-    """Stage ΔV; its copies are appended to the touched buckets from the driver: no stored
-    row is read and nothing is merged (a bag of rows)."""
+def test_an_insert_only_refresh_of_a_row_view_runs_two_jobs(spark: SparkSession, fact: str) -> None:
+    """Stage ΔV (counting its deletions as it is written: none); append its copies to the
+    touched buckets: no stored row is read and nothing is merged (a bag of rows)."""
     confs = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
     with session_confs(spark, confs):
         spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k, v * 2 AS w FROM fact WHERE k < 5")
@@ -248,7 +224,7 @@ def test_an_insert_only_refresh_of_a_row_view_runs_one_job(spark: SparkSession, 
         spark.sql("INSERT INTO fact SELECT id, 1, 1 FROM range(2000, 2003)")  # duplicates
         row, cost = refresh(spark, "v")
     assert (row.mode, row.rows_inserted, row.rows_deleted) == ("INCREMENTAL", 18, 0)
-    assert cost.jobs == 1
+    assert cost.jobs == 2
     assert cost.round_trips <= ROUND_TRIP_BUDGET
     assert_view_matches_query(spark, "v")
 

@@ -10,7 +10,7 @@ Each section of ``sql/*.sql`` (``pg_ivm_script``) whose statements all map
   report says so and why. Its row count is checked against create_immv's result.
 - After every captured write (INSERT/UPDATE/DELETE/TRUNCATE, and the writes that emulate a
   ROLLBACK) every ON COMMIT view must equal its query run afresh (the oracle of
-  ``tests/conftest.py``, DESIGN §7), and each refresh the write caused must have been
+  ``tests/conftest.py``, docs/development.md), and each refresh the write caused must have been
   INCREMENTAL for a view of policy INCREMENTAL.
 - Every SELECT is compared with the rows the expected file shows for it, as multisets after
   normalizing values (numbers to 9 decimals, NULL as empty, booleans t/f; pg_ivm's hidden

@@ -1,6 +1,6 @@
 """The refresh plan, case by case: what ``plan_refresh`` decides, that REFRESH runs exactly
 that, that EXPLAIN and DESCRIBE show the same plan, and that the view equals its query after
-every refresh (DESIGN §7). No timings are asserted: the cost model's choices are pinned by
+every refresh (docs/development.md). No timings are asserted: the cost model's choices are pinned by
 sizes, and its history by planting one.
 """
 

@@ -1,4 +1,4 @@
-"""SQLite's sqllogictest ``select1-5.test`` run as materialized views (DESIGN §7).
+"""SQLite's sqllogictest ``select1-5.test`` run as materialized views (docs/development.md).
 
 For each ``query`` record the runner creates the query as a materialized view, changes the
 base tables in batches and refreshes, then checks the view after the last refresh against the
@@ -29,9 +29,9 @@ dozens of terms of 63 joins each, where real workloads change a few tables at a 
    multiset);
 5. run each query plainly (with its ORDER BY) and read each view; classify.
 
-Translation (measured, DESIGN §7): sqlglot ``read="sqlite"``, ``write="spark"``; every ``/``
-whose operands hold no floating-point value (a literal with a point or exponent, ``avg``, a
-cast to a real type) becomes ``DIV``, as SQLite divides integers as integers; and
+Translation (measured; docs/development.md): sqlglot ``read="sqlite"``, ``write="spark"``;
+every ``/`` whose operands hold no floating-point value (a literal with a point or exponent,
+``avg``, a cast to a real type) becomes ``DIV``, as SQLite divides integers as integers; and
 ``spark.sql.ansi.enabled=false`` (SQLite gives NULL, not an error, on division by zero).
 Tables: INTEGER → BIGINT (SQLite integers are 64-bit), VARCHAR/TEXT → STRING, REAL → DOUBLE,
 constraints dropped, ``USING parquet``. Views get a column list ``(c1, ..., cn)`` because

@@ -1,4 +1,4 @@
-"""Constructs outside incremental maintenance, found in the sqlglot tree (DESIGN §6).
+"""Constructs outside incremental maintenance, found in the sqlglot tree (docs/sql-reference.md).
 
 Each check returns the construct's name ("" when there is none) so that the refusal can
 say exactly what stands in the way.

@@ -1,4 +1,4 @@
-"""Can a view's query be maintained incrementally? (DESIGN §6)
+"""Can a view's query be maintained incrementally? (docs/sql-reference.md)
 
 The query is qualified by sqlglot against the base tables' schemas and turned into the
 relational IR (``relational.py``); a construct outside the maintainable class makes the

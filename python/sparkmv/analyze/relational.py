@@ -1,6 +1,6 @@
 """The view's query as relational operators (``ir``): the IR the delta rules work on.
 
-A query of the maintainable class (DESIGN §6; Blakeley §5's ``π_X(σ_C(R_1 × … × R_p))``
+A query of the maintainable class (docs/sql-reference.md; Blakeley §5's ``π_X(σ_C(R_1 × … × R_p))``
 blocks, combined with ``UNION ALL``, ``UNION``, ``INTERSECT``, ``EXCEPT`` and ``DISTINCT``)
 becomes a tree of
 

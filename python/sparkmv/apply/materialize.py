@@ -16,17 +16,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from sparkmv import fs
 from sparkmv.apply import snapshot
-from sparkmv.apply.incremental import (
-    DRIVER_WRITE_MAX_BYTES,
-    AppliedChange,
-    apply_change,
-    relinked_snapshot,
-)
+from sparkmv.apply.incremental import AppliedChange, apply_change, relinked_snapshot
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
@@ -55,13 +48,11 @@ def write_new_snapshot(
     root: str,
     data: DataFrame,
     layout: StorageLayout = PLAIN,
-    at_driver: bool = False,
 ) -> tuple[str, int]:
-    """Write ``data`` into a fresh snapshot under ``root``; return its path and row count
-    (``at_driver``: ``snapshot.write_snapshot``'s)."""
+    """Write ``data`` into a fresh snapshot under ``root``; return its path and row count."""
     path = snapshot.new_snapshot_path(root)
     try:
-        rows = snapshot.write_snapshot(data, path, layout, at_driver)
+        rows = snapshot.write_snapshot(data, path, layout)
     except BaseException:
         snapshot.remove_path(spark, path)
         raise
@@ -111,7 +102,7 @@ def full_refresh(
     this one; ``state``: writes other state of the view into the new snapshot before the
     commit, e.g. recursive CTEs' fixpoints)."""
     root = snapshot.storage_root(spark, view.name)
-    path, rows = write_new_snapshot(spark, root, data, layout, _small(spark, view))
+    path, rows = write_new_snapshot(spark, root, data, layout)
     if state is not None:
         try:
             state(path)
@@ -131,29 +122,11 @@ def full_refresh(
     return updated
 
 
-FULL_AT_DRIVER_MAX_ROWS = 100_000
-"""A full refresh of a view that held at most this many rows (and ``DRIVER_WRITE_MAX_BYTES``
-of files) collects its new rows and writes them from the driver (``write_snapshot``'s
-``at_driver``)."""
-
-
-def _small(spark: SparkSession, view: MvMetadata) -> bool:
-    """Whether ``view``'s new rows are expected to be few: its last snapshot's were (a view
-    that grew past what the driver takes is written by Spark after all). The driver writes
-    local files only (``driver_files.writable_directory``)."""
-    if view.row_count > FULL_AT_DRIVER_MAX_ROWS or not view.snapshot:
-        return False
-    if fs.os_path(spark, view.snapshot) is None:
-        return False
-    stored = fs.data_files(spark, view.snapshot)
-    return sum(status.size for status in stored) <= DRIVER_WRITE_MAX_BYTES
-
-
 def incremental_refresh(
     spark: SparkSession,
     catalog: ViewCatalog,
     view: MvMetadata,
-    change: DataFrame | pa.Table,
+    change: DataFrame,
     merge: Merge,
     reason: str,
     started_ms: int,
@@ -161,11 +134,10 @@ def incremental_refresh(
     recorder: ChangeRecorder | None = None,
     state: Callable[[str], None] | None = None,
 ) -> MvMetadata:
-    """Apply ``change`` (ΔV in storage columns, computed by Spark or, as Arrow, by the
-    driver; or an aggregate view's state change) to ``view`` by ``merge`` atomically; the
-    new metadata (``irrelevant``: the changed base rows the irrelevance filters dropped per
-    table, for the counters, once ΔV is computed; ``state``: as in ``full_refresh``, into a
-    new snapshot even when ΔV is empty).
+    """Apply ``change`` (ΔV in storage columns, or an aggregate view's state change) to
+    ``view`` by ``merge`` atomically; the new metadata (``irrelevant``: the changed base rows
+    the irrelevance filters dropped per table, for the counters, once ΔV is computed;
+    ``state``: as in ``full_refresh``, into a new snapshot even when ΔV is empty).
 
     Raises ``ChangeDoesNotFitError`` (nothing committed) when ΔV does not fit the stored rows.
     """

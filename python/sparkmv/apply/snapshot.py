@@ -29,21 +29,11 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 
-import pyarrow.compute as pc
-from py4j.protocol import Py4JError
-from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkmv import frames, fs
-from sparkmv.apply.driver_files import (
-    carried_by_driver,
-    writable_directory,
-    write_by_bucket,
-    write_empty_bucket,
-    write_file,
-)
 from sparkmv.buckets import bucket_sql
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.config import STORAGE_DIR_NAME
@@ -64,9 +54,9 @@ MASK_DIR = "_sparkmv_mask"
 bucket; each masked row is kept whole beside its position). Its name starts with ``_``, so
 Spark's listing of the snapshot's data skips it."""
 CHANGE_DIR = "_sparkmv_change"
-"""In a snapshot written by an incremental refresh whose change ΔV was too large to merge
-from the driver: ΔV (stored columns, weight and bucket, by bucket). Hidden from the
-snapshot's data by its name."""
+"""In a snapshot written by an incremental refresh that patches buckets: ΔV (stored
+columns, weight and bucket, by bucket), as staged by the refresh's first job. Hidden from
+the snapshot's data by its name."""
 FILE_COLUMN = "mv_file"
 """In the mask: the name of the data file (within its bucket) that holds a masked row."""
 ROW_COLUMN = "mv_row"
@@ -87,20 +77,13 @@ def bucket_of(frame: DataFrame, columns: Sequence[str], buckets: int) -> Column:
     return F.expr(bucket_sql(frame.schema, columns, buckets))
 
 
-def write_snapshot(
-    data: DataFrame, path: str, layout: StorageLayout = PLAIN, at_driver: bool = False
-) -> int:
+def write_snapshot(data: DataFrame, path: str, layout: StorageLayout = PLAIN) -> int:
     """Write ``data`` as a new snapshot in ``layout``; return its number of stored rows.
 
     ``data`` holds the view's visible columns, in order, followed in a counted layout by
     the multiplicity. The count is observed while writing, so it costs no second job.
     Column metadata is dropped: Spark would otherwise persist markers such as an
     auto-generated alias into the files and then refuse a view over them.
-
-    ``at_driver``: the rows are expected to be few, so they are collected (one job, their
-    buckets computed by Spark) and written by the driver (``_written_at_driver``) when the
-    snapshot's file system and their types allow it; Spark's write would cost a shuffle by
-    bucket, a second job and its commit protocol.
     """
     visible = len(data.columns) - (1 if layout.counted else 0)
     names = storage_columns(visible) + ([COUNT_COLUMN] if layout.counted else [])
@@ -111,53 +94,19 @@ def write_snapshot(
     # Renamed by position first: the query's own names may repeat (``SELECT a.i, b.i``).
     positional = data.toDF(*names)
     stored = positional.select(*(positional[n].alias(n, metadata={}) for n in names))
-    if at_driver:
-        written = _written_at_driver(stored, path, layout, hashed)
-        if written is not None:
-            return written
     visible_rows = f"sum(CAST({quote_identifier(VISIBLE_COLUMN)} AS BIGINT))"
     shown = visible_rows if layout.grouped else "count(1)"
     frame, rows = observe(stored, "sparkmv_snapshot", {"rows": f"coalesce({shown}, 0)"})
     if layout.buckets:
         bucket = bucket_of(frame, hashed, layout.buckets)
         frame = frame.withColumn(BUCKET_COLUMN, bucket).repartition(BUCKET_COLUMN)
-        frame.write.mode("errorifexists").partitionBy(BUCKET_COLUMN).parquet(path)
+        frames.write_parquet(frame, path, partition_by=[BUCKET_COLUMN])
     else:
-        frame.write.mode("errorifexists").parquet(path)
+        frames.write_parquet(frame, path)
     written = rows.counts()["rows"]
     if layout.buckets:
         keep_schema_readable(data.sparkSession, stored.schema, path)
     return written
-
-
-def _written_at_driver(
-    stored: DataFrame, path: str, layout: StorageLayout, hashed: list[str]
-) -> int | None:
-    """Write ``stored`` (storage columns) into the snapshot ``path`` from the driver: the
-    rows and each one's bucket (``bucket_sql`` of ``hashed``, by Spark, as its write would
-    compute it) collected as Arrow, then one file per bucket (``write_by_bucket``), or one
-    file for an unbucketed layout. Returns the rows the view shows (a grouped layout's
-    visible groups), or None, nothing written, when the driver cannot write ``path`` or
-    the rows' types do not survive the trip (``carried_by_driver``), or when collecting
-    them fails: a view that grew past what the driver takes is then written by Spark."""
-    directory = writable_directory(stored.sparkSession, path)
-    if directory is None or not carried_by_driver(stored.schema):
-        return None
-    collected = stored
-    if layout.buckets:
-        bucket = bucket_sql(stored.schema, hashed, layout.buckets)
-        collected = frames.select(stored, ["*", f"{bucket} AS {BUCKET_COLUMN}"])
-    try:
-        rows = frames.collect_arrow(collected, "sparkmv: the view's rows")
-    except (PySparkException, Py4JError):  # say, past ``spark.driver.maxResultSize``
-        return None  # Spark writes them (a query that fails fails there again)
-    if not layout.buckets:
-        write_file(rows, directory)
-    elif not write_by_bucket(rows, directory):  # as ``keep_schema_readable``
-        write_empty_bucket(rows, directory)
-    if layout.grouped:
-        return int(pc.sum(pc.cast(rows.column(VISIBLE_COLUMN), "int64")).as_py() or 0)
-    return int(rows.num_rows)
 
 
 def keep_schema_readable(spark: SparkSession, schema: T.StructType, path: str) -> None:
@@ -165,7 +114,7 @@ def keep_schema_readable(spark: SparkSession, schema: T.StructType, path: str) -
     give it one empty file (with ``schema``) in bucket 0."""
     if not fs.data_files(spark, path):
         empty = frames.empty(spark, schema)
-        empty.write.mode("errorifexists").parquet(f"{path}/{BUCKET_COLUMN}=0")
+        frames.write_parquet(empty, f"{path}/{BUCKET_COLUMN}=0")
 
 
 _MASK_MATCH = {

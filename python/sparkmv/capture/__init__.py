@@ -1,4 +1,4 @@
-"""Capture stage: what changed in a base table between two versions (DESIGN §5).
+"""Capture stage: what changed in a base table between two versions (docs/architecture.md).
 
 ``source.ChangeSource`` is the reader interface every refresh uses; ``change_log.ChangeLog``
 is the first source: a differential file per base table (Hanson §2.2), one numbered commit per

@@ -34,7 +34,6 @@ manifest of that version exists (``publish_text``).
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 import uuid
@@ -43,14 +42,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from sparkmv import frames, fs
 from sparkmv.capture.files import DataFile, PartitionSpec, TableFiles, delete_retired
 from sparkmv.capture.source import ChangeRangeError
-from sparkmv.decoded_files import arrow_schema, decoded, local_paths
 from sparkmv.frames import ParquetRead
 from sparkmv.parse.statements import quote_identifier, sql_string
 from sparkmv.zset import WEIGHT, consolidate
@@ -497,33 +494,6 @@ class ChangeLog:
             return frames.select(frames.empty(self.spark, self.schema), self._items({}, 0))
         return frames.read_parquets(self.spark, reads)
 
-    def local_row_changes(
-        self, start: int, end: int, columns: list[str], max_bytes: int
-    ) -> pa.Table | None:
-        """``row_changes(start, end, set(columns))``'s ``columns`` and weight, read by the
-        driver with pyarrow when every file is local, none of ``columns`` is a partition
-        column (a data file does not hold those) and the files hold at most ``max_bytes``;
-        None otherwise. Each file's columns are cast to the types Spark reads them as."""
-        logged = self._logged(start, end, set(columns))
-        partitioned = {c for ref in logged.all_files() for c, _ in ref.partition}
-        if partitioned & set(columns):
-            return None
-        weighted = [(ref.path, w) for refs, w in logged.files_by_weight() for ref in refs]
-        weighted += [(d, w) for dirs, w in logged.rows_by_weight() for d in dirs]
-        local = local_paths(self.spark, (path for path, _ in weighted))
-        if local is None or _local_bytes(local) > max_bytes:
-            return None
-        files = list(zip(local, (w for _, w in weighted), strict=True))
-        fields = {f.name: f for f in self.schema.fields}
-        schema = arrow_schema([fields[c] for c in columns])
-        try:
-            tables = [_weighted_table(path, schema, w) for path, w in files]
-        except (pa.ArrowException, OSError, KeyError):  # not as Spark reads it: let Spark
-            return None
-        if not tables:
-            return schema.append(_WEIGHT_FIELD).empty_table()
-        return pa.concat_tables(tables)
-
     def _logged(self, start: int, end: int, read: set[str] | None) -> _Logged:
         """What ``row_changes`` reads: the files and row directories of the commits of
         ``(start, end]`` a reader of ``read`` cannot skip."""
@@ -657,31 +627,6 @@ class _Logged:
 
     def rows_by_weight(self) -> list[tuple[list[str], int]]:
         return [(self.inserted_rows, +1), (self.deleted_rows, -1)]
-
-
-_WEIGHT_FIELD = pa.field(WEIGHT, pa.int64(), nullable=False)
-
-
-def _local_bytes(paths: list[str]) -> int:
-    """The bytes of the local files and directories ``paths`` (a directory: its files)."""
-    total = 0
-    for path in paths:
-        if os.path.isdir(path):
-            total += sum(
-                os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(path) for n in names
-            )
-        else:
-            total += os.path.getsize(path)
-    return total
-
-
-def _weighted_table(path: str, schema: pa.Schema, weight: int) -> pa.Table:
-    """The columns ``schema`` of the local parquet file or directory ``path`` (its hidden
-    files, such as ``_SUCCESS``, skipped), cast to ``schema``, each row weighing ``weight``:
-    decoded once by this process (logged files never change, ``decoded_files``)."""
-    table = decoded(path, schema)
-    weights = pa.repeat(weight, table.num_rows)
-    return pa.Table.from_arrays([*table.columns, weights], schema=schema.append(_WEIGHT_FIELD))
 
 
 def _literal(value: str | None) -> str:

@@ -28,7 +28,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
 from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -144,12 +143,6 @@ class ChangelogSource:
     def inserts_only(self, start: int, end: int, read: set[str] | None = None) -> bool:
         """Unknown without reading the change rows: False."""
         return False
-
-    def local_row_changes(
-        self, start: int, end: int, columns: list[str], max_bytes: int
-    ) -> pa.Table | None:
-        """None: the catalog's changelog is read through Spark only."""
-        return None
 
     def rows(self) -> DataFrame:
         """The table's rows at ``version``."""

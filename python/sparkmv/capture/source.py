@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Protocol
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
@@ -64,14 +63,6 @@ class VersionedChanges(ChangeSource, Protocol):
         """Whether every row ``row_changes(start, end, read)`` returns is an insertion
         (weight +1), known without reading them; False when unknown. Such a change needs
         no consolidation: no two of its rows can cancel."""
-        ...
-
-    def local_row_changes(
-        self, start: int, end: int, columns: list[str], max_bytes: int
-    ) -> pa.Table | None:
-        """``row_changes(start, end, set(columns))``'s ``columns`` and weight, read by the
-        driver itself (no Spark job) when its files are local and hold at most ``max_bytes``;
-        None otherwise."""
         ...
 
     def unreadable_reason(self, start: int, end: int) -> str:

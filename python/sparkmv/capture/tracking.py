@@ -1,4 +1,4 @@
-"""Which base tables are tracked, and where their change logs live (DESIGN §5).
+"""Which base tables are tracked, and where their change logs live (docs/architecture.md).
 
 A table is tracked while at least one materialized view reads it: CREATE adds the view to
 the dependents its change log lists (``ChangeLog.dependents``) before it reads the table (so

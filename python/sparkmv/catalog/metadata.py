@@ -62,7 +62,7 @@ class ModeHistory:
 
 @dataclass(frozen=True)
 class RefreshStats:
-    """Counters kept across refreshes (DESIGN §4)."""
+    """Counters kept across refreshes (docs/architecture.md)."""
 
     refreshes: int = 0
     full_refreshes: int = 0

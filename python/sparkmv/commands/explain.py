@@ -26,14 +26,7 @@ from sparkmv.parse.statements import (
     ShowStatement,
 )
 from sparkmv.plan.aggregate_view import aggregate_view
-from sparkmv.plan.cost import size
-from sparkmv.plan.driver_join import MAX_TABLE_BYTES as DRIVER_JOIN_MAX_TABLE_BYTES
-from sparkmv.plan.driver_refresh import (
-    DRIVER_CHANGE_MAX_BYTES,
-    driver_refreshable,
-    driver_row_join,
-)
-from sparkmv.plan.refresh_plan import RefreshPlan, change_source, plan_refresh
+from sparkmv.plan.refresh_plan import change_source, plan_refresh
 from sparkmv.plan.view_delta import delta_terms, filters_enabled, stored_change
 
 RESULT_SCHEMA = "plan STRING"
@@ -131,18 +124,6 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         + "); link the others into a new snapshot, then switch the view to it."
     )
     lines.append(describe_storage_plan(context.spark, view))
-    at_driver = driver_refreshable(view, maintained, query.checked_schemas, bases)
-    if at_driver is not None and at_driver.join is None:
-        lines.append(
-            f"A change of at most {size(DRIVER_CHANGE_MAX_BYTES)} of local files, to a"
-            " view rewritten whole, is summed into its groups and merged by the driver alone:"
-            " no Spark job."
-        )
-    elif at_driver is not None:
-        done = "joined, summed into their groups and merged by the driver alone (no Spark job)"
-        lines.append(_joined_at_driver(plan, done))
-    elif driver_row_join(maintained, bases) is not None:
-        lines.append(_joined_at_driver(plan, "joined by the driver (no Spark job computes ΔV)"))
     grouped = aggregate_view(maintained.root)
     if grouped is not None and any(c.function in ("min", "max") for c in grouped.aggregate.calls):
         lines.append(
@@ -152,18 +133,6 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
     if change is None:
         return "\n".join(lines)
     return "\n".join(lines) + "\n\n" + spark_plan(change, mode)
-
-
-def _joined_at_driver(plan: RefreshPlan, done: str) -> str:
-    """The rule by which the driver computes a join view's change (and what is ``done``
-    with it), and whether it did for ``plan``."""
-    computed = "computed" if plan.driver_change is not None else "not computed"
-    return (
-        f"Changes of at most {size(DRIVER_CHANGE_MAX_BYTES)} of local files are {done}"
-        " when every input a term reads is a change, an"
-        f" unchanged table of at most {size(DRIVER_JOIN_MAX_TABLE_BYTES)} or one proven to be"
-        f" reached only through its change; this one is {computed} so."
-    )
 
 
 def _irrelevance_filters(

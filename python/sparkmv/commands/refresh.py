@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
-import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from sparkmv.analyze.relational import Node, read_columns
@@ -26,21 +25,15 @@ from sparkmv.apply.fixpoints import (
     recursive_nodes,
     stored_fixpoints,
 )
-from sparkmv.apply.incremental import (
-    ChangeDoesNotFitError,
-    apply_at_driver,
-    fits_driver_change,
-)
+from sparkmv.apply.incremental import ChangeDoesNotFitError
 from sparkmv.apply.materialize import (
     ChangeRecorder,
-    commit_change,
     commit_snapshot,
     full_refresh,
     incremental_refresh,
     now_ms,
     remove_unreferenced,
 )
-from sparkmv.apply.snapshot import storage_root
 from sparkmv.capture.tracking import BaseTable, immediate_views, positions, schemas
 from sparkmv.capture.view_log import ViewChangeLog
 from sparkmv.catalog.metadata import MvMetadata
@@ -54,16 +47,11 @@ from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jobs import job_step
 from sparkmv.parse.statements import RefreshMode, RefreshStatement, RefreshTrigger, TableName
 from sparkmv.plan.aggregate_view import (
-    aggregate_view,
     compiled_types_json,
     remember_compiled_types,
     sums_its_change,
 )
 from sparkmv.plan.cost import table_bytes
-from sparkmv.plan.driver_aggregate import DriverAggregate
-from sparkmv.plan.driver_expression import DriverMergeDeclinedError
-from sparkmv.plan.driver_refresh import DRIVER_CHANGE_MAX_BYTES, driver_refreshable
-from sparkmv.plan.join_keys import JoinKeyProofs
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
@@ -73,10 +61,8 @@ from sparkmv.plan.refresh_plan import (
 )
 from sparkmv.plan.view_delta import (
     SkippedRows,
-    filters_enabled,
     irrelevance_screens,
     stored_change,
-    stored_change_at_driver,
     stored_rows,
 )
 
@@ -214,13 +200,6 @@ def refresh_incrementally(
     maintained = plan.query.maintainability
     assert maintained.root is not None
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
-    at_driver = refreshed_at_driver(context, measured, plan, bases, started, irrelevant, recorder)
-    if at_driver is None:
-        at_driver = rows_refreshed_from_driver(
-            context, measured, plan, started, irrelevant, recorder
-        )
-    if at_driver is not None:
-        return at_driver
     query = query_hash(consumed.query, consumed.query_database)
     fixpoints = stored_fixpoints(spark, consumed.snapshot, query, maintained.root)
     if fixpoints is None:
@@ -257,114 +236,6 @@ def refresh_incrementally(
             recorder,
             state,
         )
-
-
-def refreshed_at_driver(
-    context: CommandContext,
-    view: MvMetadata,
-    plan: RefreshPlan,
-    bases: list[BaseTable],
-    started: int,
-    irrelevant: dict[str, int],
-    recorder: ChangeRecorder | None,
-) -> MvMetadata | None:
-    """The view refreshed without a Spark job (``irrelevant`` gets the changed rows its
-    WHERE dropped, as in ``refresh_incrementally``), when it is an aggregate view the driver can
-    maintain (``plan/driver_aggregate.py``), its types are compiled, and its change and
-    stored rows are small and local (``apply_at_driver``); the committed metadata. None
-    (nothing written) when any of that does not hold: Spark refreshes it."""
-    query = plan.query
-    if query is None:
-        return None
-    driver = driver_refreshable(view, query.maintainability, query.checked_schemas, bases)
-    if driver is None:
-        return None
-    spark = context.spark
-    root = storage_root(spark, view.name)
-    try:
-        found = _change_at_driver(spark, driver, plan, bases)
-        if found is None:
-            return None
-        change, skipped = found
-        applied = apply_at_driver(spark, root, view, partial(driver.merged, change, spark=spark))
-    except DriverMergeDeclinedError:
-        return None
-    if applied is None:
-        return None
-    typed = view.with_changes(compiled_types=compiled_types_json(query.checked_schemas))
-    if filters_enabled(spark):
-        irrelevant.update(skipped)
-    return commit_change(
-        spark, context.catalog, typed, applied, plan.reason, started, lambda: irrelevant, recorder
-    )
-
-
-def rows_refreshed_from_driver(
-    context: CommandContext,
-    view: MvMetadata,
-    plan: RefreshPlan,
-    started: int,
-    irrelevant: dict[str, int],
-    recorder: ChangeRecorder | None,
-) -> MvMetadata | None:
-    """The row view refreshed with ``Δstored`` as the plan computed it at the driver
-    (``RefreshPlan.driver_change``, ``plan/driver_refresh.py``): consolidated there and
-    merged into the stored rows it hits (``apply_change``), so no Spark job computes it;
-    the committed metadata. None (nothing written) when the plan did not compute it or the
-    view's storage cannot take it (``fits_driver_change``): Spark refreshes the view.
-    ``irrelevant`` gets the changed rows its irrelevance screens drop, as counted by the
-    driver (``DriverChange.skipped``)."""
-    query = plan.query
-    if plan.driver_change is None or query is None:
-        return None
-    maintained = query.maintainability
-    if maintained.root is None or aggregate_view(maintained.root) is not None:
-        return None
-    found = stored_change_at_driver(maintained, view.layout, plan.driver_change.rows)
-    spark = context.spark
-    if found is None or not fits_driver_change(spark, view, found[1]):
-        return None
-    change, merge = found
-    if filters_enabled(spark):
-        irrelevant.update(plan.driver_change.skipped)
-    with session_conf(spark, INCREMENTAL_REFRESH_CONF):
-        return incremental_refresh(
-            spark,
-            context.catalog,
-            view,
-            change,
-            merge,
-            plan.reason,
-            started,
-            lambda: irrelevant,
-            recorder,
-        )
-
-
-def _change_at_driver(
-    spark: SparkSession, driver: DriverAggregate, plan: RefreshPlan, bases: list[BaseTable]
-) -> tuple[pa.Table, dict[str, int]] | None:
-    """The change of ``driver``'s input, read and computed by the driver, and the changed
-    rows its WHERE dropped per table (the count Spark's refresh makes of those its
-    irrelevance filter, derived from the same WHERE, drops; a join's, those its screens drop,
-    ``DriverChange.skipped``). None when a change is not read at the driver. Raises
-    ``DriverMergeDeclinedError``."""
-    if driver.join is not None:  # computed by the plan, when the driver computes it
-        found = plan.driver_change
-        return None if found is None else (found.rows, dict(found.skipped))
-    if len(plan.changed) != 1:
-        return None
-    changed = plan.changed[0]
-    source = next((b.source for b in bases if b.name == changed.name), None)
-    if driver.table != changed.name or source is None:
-        return None
-    change = source.local_row_changes(
-        changed.consumed_version, changed.current_version, driver.columns, DRIVER_CHANGE_MAX_BYTES
-    )
-    if change is None:
-        return None
-    passed, skipped = driver.passing(change)
-    return passed, ({changed.name: skipped} if driver.conditions else {})
 
 
 def refresh_fully(
@@ -418,9 +289,8 @@ def base_states(
 ) -> DeltaEngine:
     """The delta engine over the base tables as this refresh reads them, with the net
     changes of the ``changed`` ones since the view's last refresh (the columns ``root``
-    never reads NULL in them), whose join terms read an input from its change where the
-    driver proves it (``plan/join_keys.py``). Not ``consolidated``: their logged rows only,
-    no change yet (the engine sees no table changed)."""
+    never reads NULL in them). Not ``consolidated``: their logged rows only, no change yet
+    (the engine sees no table changed)."""
     consumed = {table.name: table for table in changed}
     sizes = table_bytes(bases)
     summed = sums_its_change(root)  # then no table's change need be consolidated
@@ -440,10 +310,7 @@ def base_states(
             state = BaseState(state.rows, None, logged, read, as_logged, size)
             state = state.netted() if consolidated else state
         states[base.name] = state
-    versions = {table.name: table.consumed_version for table in changed}
-    reads = {name: states[name].read for name in versions if name in states}
-    proofs = JoinKeyProofs(spark, bases, versions, reads).only_changed if versions else None
-    return delta_engine(spark, states, proofs)
+    return delta_engine(spark, states)
 
 
 def screened_engine(

@@ -1,2 +1,2 @@
-"""Delta rules: the change of a view derived from the changes of its base tables (DESIGN §4,
-§6), one module per operator, registered in ``rules.RULES``."""
+"""Delta rules: the change of a view derived from the changes of its base tables, as Z-sets
+(``docs/architecture.md``), one module per operator, registered in ``rules.RULES``."""

@@ -1,5 +1,5 @@
 """``DeltaEngine``: evaluates the view IR over Z-sets, as of before or after the change, and
-derives its change (DESIGN §4).
+derives its change (docs/architecture.md).
 
 Every relation is a Z-set (``Relation``: Spark SQL over the refresh's inputs, or a
 DataFrame): its columns plus the weight ``WEIGHT``. A base table now is its rows with weight

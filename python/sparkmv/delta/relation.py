@@ -1,6 +1,6 @@
 """Z-sets as Spark SQL text: how the delta rules compose a view's value and change.
 
-A ``Relation`` is a Z-set (its columns and the weight ``WEIGHT``, DESIGN §4) given as a Spark
+A ``Relation`` is a Z-set (its columns and the weight ``WEIGHT``) given as a Spark
 SQL query over temporary views of one refresh's inputs — or as a DataFrame. The rules of
 select, project, join and union compose SQL text (a term of a join's change is one
 ``SELECT … FROM (…) JOIN (…) ON …``), so that the whole change of a view is analyzed by

@@ -1,4 +1,4 @@
-"""A small recursive-descent parser for the materialized-view statements (DESIGN §2).
+"""A small recursive-descent parser for the materialized-view statements (docs/sql-reference.md).
 
 Grammar (keywords case-insensitive, comments anywhere)::
 

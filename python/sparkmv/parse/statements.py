@@ -7,7 +7,7 @@ from enum import Enum
 
 
 class RefreshPolicy(Enum):
-    """How a refresh is computed (DESIGN §2)."""
+    """How a refresh is computed (docs/sql-reference.md)."""
 
     AUTO = "AUTO"  # incremental when possible and cheaper, full otherwise
     INCREMENTAL = "INCREMENTAL"  # refused at CREATE when the query cannot be maintained
@@ -15,7 +15,7 @@ class RefreshPolicy(Enum):
 
 
 class RefreshTrigger(Enum):
-    """When a refresh happens (DESIGN §2)."""
+    """When a refresh happens (docs/sql-reference.md)."""
 
     ON_DEMAND = "ON DEMAND"  # deferred: on REFRESH MATERIALIZED VIEW
     ON_COMMIT = "ON COMMIT"  # immediate: inside every captured write to a base table

@@ -23,13 +23,6 @@ joins, changed or not (``delta/join.py``), as a full refresh scans it. Those *jo
 (``joined_bytes``) cost what a full refresh's scan costs per byte, so a join view whose every
 input changed (TPC-H's ``orders`` and ``lineitem`` both) reads about its base tables whatever
 the change, and breaks even only where the full refresh's own joins and write cost more.
-The joined bytes count an input even where the driver proves that a term may read it from its
-own change instead (``plan/join_keys.py``, TPC-H's RF1/RF2): such a refresh still costs more
-per statement than the model's fixed part, and the scans stand in for that
-(``docs/join-state.md``). When the driver computed the join's change itself while the refresh
-was planned (``plan/driver_join.py``: every input a term reads is a change, an unchanged
-table it decodes, or proven reached only through its change), nothing is scanned or broadcast
-by Spark: no joined bytes, no extra joins (``joined_at_driver``).
 
 Every join the terms run beyond the query's own joins (``extra_joins``: with two changed
 inputs ``ΔR ⋈ S + R ⋈ ΔS`` runs two where the query runs one) broadcasts its smaller side, a
@@ -142,7 +135,6 @@ class CostEstimate:
     change_bytes: int = 0
     incremental: ModeCost | None = None
     joined_bytes: int = 0
-    joined_at_driver: bool = False
 
     def cheaper(self) -> RefreshMode:
         """FULL when its estimate is below the incremental one by ``TIE_MS`` or more, or
@@ -196,7 +188,6 @@ class CostEstimate:
         if self.incremental is None:
             return f"{full}; {weight}"
         joined = f", {size(self.joined_bytes)} joined" if self.joined_bytes else ""
-        joined += ", joined by the driver" if self.joined_at_driver else ""
         incremental = (
             f"incremental {seconds(self.incremental.estimated_ms)} "
             f"({size(self.change_bytes)} of changes{joined})"
@@ -211,7 +202,6 @@ def estimate_cost(
     joined_bytes: int = 0,
     steps: int = 0,
     joins: int = 0,
-    joined_at_driver: bool = False,
 ) -> CostEstimate:
     """The estimates of a refresh of ``view`` over ``base_bytes`` of base tables, with
     ``change_bytes`` logged since its last refresh (None: it cannot be incremental),
@@ -244,7 +234,6 @@ def estimate_cost(
         change_bytes,
         incremental,
         joined_bytes,
-        joined_at_driver,
     )
 
 

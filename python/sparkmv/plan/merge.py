@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
@@ -21,15 +19,10 @@ from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.delta.relation import WEIGHT_SQL, TempViews
 from sparkmv.parse.statements import quote_identifier
 from sparkmv.stored_columns import BUCKET_COLUMN, COUNT_COLUMN, storage_columns
-from sparkmv.zset import EXACT_TYPES, WEIGHT, repeated_rows
 
 METRICS = ("inserted", "deleted", "rewritten", "negative")
 """What a merge counts: visible rows inserted and deleted, stored rows written, and rows
 whose multiplicity went negative (ΔV does not fit the stored view)."""
-
-DriverMerge = Callable[[pa.Table, pa.Table], tuple[pa.Table, dict[str, int]]]
-"""``merged`` and ``kept`` at the driver, over Arrow tables: (stored rows hit, ΔV) → (the
-rows to store, the ``METRICS``)."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +42,6 @@ class Merge:
     ``bag``: the layout is a bag of rows (one stored row per copy): a change row of
     positive weight adds copies and needs no stored row, so only ΔV's deletions are
     looked up.
-    ``at_driver``: the same merge over rows already at the driver (Arrow tables with the
-    bucket column), when its keys compare there as in Spark (``EXACT_TYPES``): a refresh
-    whose ΔV and hits were collected anyway then needs no Spark job to merge them.
     """
 
     key_columns: list[str]
@@ -61,7 +51,6 @@ class Merge:
     kept: Callable[[DataFrame], DataFrame]
     by_bucket: bool = False
     bag: bool = False
-    at_driver: DriverMerge | None = None
 
 
 def row_merge(layout: StorageLayout, change: T.StructType) -> Merge:
@@ -107,7 +96,6 @@ def row_merge(layout: StorageLayout, change: T.StructType) -> Merge:
         copies = f"inline(array_repeat(struct({keys}), CAST(new AS INT)))"
         return frames.select(merged, [copies], "new > 0")
 
-    exact = all(isinstance(types[c], EXACT_TYPES) for c in visible)
     return Merge(
         visible,
         T.StructType(fields),
@@ -116,74 +104,7 @@ def row_merge(layout: StorageLayout, change: T.StructType) -> Merge:
         kept,
         by_bucket=True,
         bag=not layout.counted,
-        at_driver=_row_merge_at_driver(visible, layout.counted) if exact else None,
     )
-
-
-def _row_merge_at_driver(visible: list[str], counted: bool) -> DriverMerge:
-    """``row_merge``'s merge and kept rows over Arrow tables, for a view whose columns all
-    compare exactly (``EXACT_TYPES``): rows grouped by value and bucket (NULLs equal, as in
-    Spark's ``GROUP BY``), ``new(r) = old(r) + ΔV(r)``."""
-    keys = [*visible, BUCKET_COLUMN]
-
-    def merged(stored: pa.Table, change: pa.Table) -> tuple[pa.Table, dict[str, int]]:
-        types = {name: stored.schema.field(name).type for name in keys}
-        old = stored.column(COUNT_COLUMN) if counted else pa.repeat(1, stored.num_rows)
-        both = pa.concat_tables(
-            [
-                _weighted(stored, keys, types, old, pa.repeat(0, stored.num_rows)),
-                _weighted(change, keys, types, pa.repeat(0, change.num_rows), change[WEIGHT]),
-            ]
-        )
-        grouped = both.group_by(keys, use_threads=False).aggregate(
-            [("old", "sum"), ("delta", "sum")]
-        )
-        old_, delta = grouped.column("old_sum"), grouped.column("delta_sum")
-        new = pc.add(old_, delta)
-        metrics = _row_metrics_at_driver(counted, old_, delta, new)
-        live = pc.greater(new, 0)
-        if counted:
-            rows = grouped.select(visible).append_column(COUNT_COLUMN, new)
-            return rows.append_column(BUCKET_COLUMN, grouped[BUCKET_COLUMN]).filter(live), metrics
-        # few rows: ΔV's and the stored rows they hit
-        return repeated_rows(grouped.select(keys), new.to_pylist()), metrics
-
-    return merged
-
-
-def _weighted(
-    rows: pa.Table, keys: list[str], types: dict[str, pa.DataType], old: object, delta: object
-) -> pa.Table:
-    """``rows``' ``keys`` (cast to the stored rows' types) with the multiplicity columns."""
-    columns = {name: rows.column(name).cast(types[name]) for name in keys}
-    return pa.table(
-        {**columns, "old": pc.cast(old, pa.int64()), "delta": pc.cast(delta, pa.int64())}
-    )
-
-
-def _row_metrics_at_driver(
-    counted: bool, old: pa.ChunkedArray, delta: pa.ChunkedArray, new: pa.ChunkedArray
-) -> dict[str, int]:
-    """``_row_metrics`` over the grouped rows at the driver."""
-
-    def total(values: pa.ChunkedArray | pa.Array) -> int:
-        return int(pc.sum(values).as_py() or 0)
-
-    def rows(condition: pa.ChunkedArray | pa.Array) -> int:
-        return int(pc.sum(pc.cast(condition, pa.int64())).as_py() or 0)
-
-    zero = pa.scalar(0, pa.int64())
-    if counted:
-        was, is_ = pc.greater(old, zero), pc.greater(new, zero)
-        inserted = rows(pc.and_(pc.invert(was), is_))
-        deleted = rows(pc.and_(was, pc.invert(is_)))
-        rewritten = rows(is_)
-    else:
-        inserted = total(pc.max_element_wise(delta, zero))
-        deleted = total(pc.max_element_wise(pc.negate(delta), zero))
-        rewritten = total(pc.max_element_wise(new, zero))
-    values = (inserted, deleted, rewritten, rows(pc.less(new, zero)))
-    return dict(zip(METRICS, values, strict=True))
 
 
 def _row_metrics(layout: StorageLayout) -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""``plan_refresh``: how one refresh computes the view, and why (DESIGN §2 policies, §8 cost).
+"""``plan_refresh``: how one refresh computes the view, and why (docs/refresh-plan.md).
 
 A refresh's plan is decided once, by ``plan_refresh``: REFRESH executes it, EXPLAIN REFRESH
 prints it and DESCRIBE EXTENDED shows it as the next refresh. The rules, first match wins:
@@ -20,11 +20,8 @@ prints it and DESCRIBE EXTENDED shows it as the next refresh. The rules, first m
 
 A plan that refreshes carries the estimates the cost model could make (full: when every base
 table is tracked; incremental: under rules 8 and 9); the refresh's duration is recorded
-against the chosen mode's (``RefreshStats.planned``). For an aggregate view over a join, or a
-view of a join's rows, the plan of rules 8 and 9 first computes the change of the
-aggregate's input (of the stored rows) at the driver when it can (``plan/driver_refresh.py``):
-the estimate depends on it, and an incremental refresh then merges it without computing it
-in Spark (``RefreshPlan.driver_change``).
+against the chosen mode's (``RefreshStats.planned``). Planning reads metadata only (log
+manifests, file listings, footers); every row the refresh computes is computed by Spark.
 """
 
 from __future__ import annotations
@@ -56,12 +53,6 @@ from sparkmv.plan.cost import (
     logged_bytes,
     steps_apart,
     table_bytes,
-)
-from sparkmv.plan.driver_refresh import (
-    DriverChange,
-    driver_refreshable,
-    driver_row_join,
-    join_change_at_driver,
 )
 from sparkmv.plan.view_delta import checked_maintainability, maintainability_of, schemas_key
 
@@ -112,9 +103,7 @@ class RefreshPlan:
     the base tables with versions the view has not consumed. ``cost``: the estimates (None
     when a base table is untracked).
     ``query``: the view's query as analyzed for the plan (None when rule 1 decided without
-    it), which the refresh then runs. ``driver_change``: the change of a join view's aggregate
-    input, or of a join view's stored rows, when the driver computed it
-    (``plan/driver_refresh.py``)."""
+    it), which the refresh then runs."""
 
     mode: RefreshMode
     reason: str
@@ -122,7 +111,6 @@ class RefreshPlan:
     cost: CostEstimate | None = None
     nothing_pending: bool = False
     query: ViewQuery | None = field(default=None, compare=False, repr=False)
-    driver_change: DriverChange | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         assert not self.nothing_pending or self.mode is RefreshMode.INCREMENTAL
@@ -183,42 +171,18 @@ def plan_refresh(
     sizes = table_bytes(bases)
     names = {table.name for table in changed}
     changed = measured_changes(spark, maintainability, bases, changed)
-    at_driver = _joined_at_driver(spark, view, query, bases, changed)
-    joins_in_spark = at_driver is None  # else joined by the driver: no scan, no broadcast
     cost = estimate_cost(
         view,
         sum(sizes.values()),
         sum(table.logged_bytes or 0 for table in changed),
-        joined_bytes(maintainability.root, sizes, names) if joins_in_spark else 0,
+        joined_bytes(maintainability.root, sizes, names),
         steps_apart(maintainability.root, names),
-        extra_joins(maintainability.root, sizes, names) if joins_in_spark else 0,
-        joined_at_driver=not joins_in_spark,
+        extra_joins(maintainability.root, sizes, names),
     )
     mode, reason = RefreshMode.INCREMENTAL, MAINTAINABLE
     if requested is None and view.policy is RefreshPolicy.AUTO and cost_based(spark):
         mode, reason = cost.cheaper(), cost.choice()
-    driver_change = at_driver if mode is RefreshMode.INCREMENTAL else None
-    return RefreshPlan(mode, reason, changed, cost, query=query, driver_change=driver_change)
-
-
-def _joined_at_driver(
-    spark: SparkSession,
-    view: MvMetadata,
-    query: ViewQuery,
-    bases: list[BaseTable],
-    changed: tuple[ChangedTable, ...],
-) -> DriverChange | None:
-    """The change of the view's join computed by the driver, when the view is an aggregate
-    over a join it maintains, or rows of one, and the change allows it
-    (``plan/driver_refresh.py``); else None."""
-    maintained = query.maintainability
-    driver = driver_refreshable(view, maintained, query.checked_schemas, bases)
-    join = driver.join if driver is not None else driver_row_join(maintained, bases)
-    if join is None:
-        return None
-    consumed = {table.name: table.consumed_version for table in changed}
-    logged = [table.logged_bytes for table in changed]
-    return join_change_at_driver(spark, join, maintained, consumed, logged, bases)
+    return RefreshPlan(mode, reason, changed, cost, query=query)
 
 
 def view_query(

@@ -14,11 +14,8 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
-from pyspark.sql.pandas.types import from_arrow_schema
 from sqlglot import exp
 
 from sparkmv import frames
@@ -171,26 +168,6 @@ def stored_change(
     change = _storage_named(engine, engine.change(stored), stored.outputs)
     consolidated = _frame(engine, consolidated_sql(change, storage_columns(len(stored.outputs))))
     return consolidated, row_merge(layout, consolidated.schema)
-
-
-def stored_change_at_driver(
-    maintained: Maintainability, layout: StorageLayout, change: pa.Table
-) -> tuple[pa.Table, Merge] | None:
-    """``stored_change`` of a row view from ``Δstored`` computed by the driver (``change``:
-    the stored node's outputs and the weight, ``RefreshPlan.driver_change``): in storage
-    columns, consolidated as ``consolidated_sql`` does (the weights of equal rows summed,
-    NULL equal to NULL, a row of weight 0 dropped). Its columns must compare exactly
-    (``driver_join.key_type``: Arrow groups them as Spark does); None when the change does
-    not hold the stored node's outputs."""
-    outputs = list(maintained.stored.outputs)
-    if not set(outputs) <= set(change.column_names):
-        return None
-    names = storage_columns(len(outputs))
-    renamed = change.select([*outputs, WEIGHT]).rename_columns([*names, WEIGHT])
-    summed = renamed.group_by(names, use_threads=False).aggregate([(WEIGHT, "sum")])
-    weight = summed.column(f"{WEIGHT}_sum")
-    netted = summed.select(names).append_column(WEIGHT, weight).filter(pc.not_equal(weight, 0))
-    return netted, row_merge(layout, from_arrow_schema(netted.schema))
 
 
 def _frame(engine: DeltaEngine, sql: str) -> DataFrame:

@@ -1,8 +1,5 @@
 package io.sparkmv.frames
 
-import java.util.UUID
-import java.util.concurrent.ConcurrentHashMap
-
 import scala.jdk.CollectionConverters._
 
 import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
@@ -15,9 +12,9 @@ import org.apache.spark.sql.types.{DataType, StructType}
 /**
  * DataFrame (and session conf) operations in one py4j round trip each, taking and returning strings (lists as
  * JSON arrays). Through PySpark each costs several: a reader and its options, a Python list
- * converted element by element, a `Column` per expression, an `Observation` and its Row, the
- * Arrow collection's socket details (and releases of the proxies of all of them), and an
- * incremental refresh makes dozens of these calls.
+ * converted element by element, a `Column` per expression, an `Observation` and its Row (and
+ * releases of the proxies of all of them), and an incremental refresh makes dozens of these
+ * calls.
  */
 object FrameBridge {
   private val json = new ObjectMapper()
@@ -77,6 +74,13 @@ object FrameBridge {
     SparkInternals.whereInSet(frame, expressionSql, values)
   }
 
+  /**
+   * Writes `frame` as parquet files under `path` in save mode `mode` (`append`,
+   * `errorifexists`), partitioned by the columns of the JSON array `partitionJson`.
+   */
+  def writeParquet(frame: DataFrame, path: String, mode: String, partitionJson: String): Unit =
+    frame.write.mode(mode).partitionBy(strings(partitionJson): _*).parquet(path)
+
   /** A new observation named `name`. */
   def observation(name: String): Observation = Observation(name)
 
@@ -98,30 +102,6 @@ object FrameBridge {
       val row = SparkInternals.observedRow(observation)
       if (row == null || row.length == 0) "{}" else row.json
     }
-
-  private val arrowServers = new ConcurrentHashMap[String, AnyRef]()
-
-  /**
-   * Runs `frame` and serves its rows as Arrow batches for Python, as PySpark's `toArrow` does
-   * (`ArrowCollectSerializer` reads them), the job labelled `callSite`: a JSON array of the
-   * socket's port, its secret and a token that `arrowResult` takes once Python read them.
-   */
-  def collectArrow(frame: DataFrame, callSite: String): String = {
-    val context = frame.sparkSession.sparkContext
-    context.setCallSite(callSite)
-    val served =
-      try SparkInternals.collectAsArrowToPython(frame)
-      finally context.clearCallSite()
-    val token = UUID.randomUUID().toString
-    arrowServers.put(token, served(2).asInstanceOf[AnyRef])
-    json.writeValueAsString(java.util.Arrays.asList(served(0), served(1), token))
-  }
-
-  /** Waits for the serving of `collectArrow`'s `token` to end; rethrows what failed it. */
-  def arrowResult(token: String): Unit = {
-    val server = arrowServers.remove(token)
-    if (server != null) SparkInternals.awaitServed(server)
-  }
 
   /** `frame`'s schema as JSON. */
   def schemaJson(frame: DataFrame): String = frame.schema.json

@@ -1,12 +1,13 @@
 package io.sparkmv.fs
 
 import java.nio.charset.StandardCharsets
+import java.nio.file.Files
 
 import scala.collection.mutable.ArrayBuffer
 
 import org.apache.commons.io.IOUtils
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Options, Path, StreamCapabilities}
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.util.HadoopInputFile
 
@@ -83,22 +84,127 @@ object FsBridge {
   }
 
   /**
-   * Creates `file` holding `text` (UTF-8) atomically: written to a hidden file beside it,
-   * then renamed into place, so a reader sees all of it or nothing, and a crash leaves at
-   * most a stray hidden file. False when `file` already exists.
+   * Creates `file` holding `text` (UTF-8) atomically, only if it does not exist: of two
+   * writers exactly one publishes, and a reader sees all of the text or no file. The change
+   * log's commit point (`docs/cluster.md`, "What sparkmv needs from the file system").
+   * Answers `Published`, `Exists` (`file` was there already, or another writer's won), or
+   * `Unsupported` (this file system offers no atomic create-if-absent: nothing is written).
+   * Each kind of file system has its own way:
+   *
+   *  - local (`file:`): a hidden temporary file, then a hard link to the name, which fails
+   *    if the name exists (a rename would replace it);
+   *  - a store of objects, whose new file appears whole when its stream closes (its stream
+   *    cannot `hflush`: S3A, GCS, the tests' `objstore:`): `create(file, overwrite = false)`,
+   *    a conditional put;
+   *  - a file system whose files are visible while written (its streams can `hflush`: HDFS,
+   *    ABFS with hierarchical namespace): a hidden temporary file, then `rename`, which must
+   *    fail onto an existing name (it does there, atomically). A file system whose rename
+   *    replaces instead cannot publish safely: `Unsupported`.
+   *
+   * Which kind a file system is, is learnt from its first publish (the temporary file's
+   * stream, and for the third kind a rename of one probe file onto another) and remembered
+   * by file system URI. A crash leaves at most a stray hidden file.
    */
-  def publishText(conf: Configuration, file: String, text: String): Boolean = {
+  def publishText(conf: Configuration, file: String, text: String): String = {
     val target = new Path(file)
     val fs = target.getFileSystem(conf)
-    if (fs.exists(target)) return false
-    val temporary = new Path(target.getParent, s".${java.util.UUID.randomUUID()}.tmp")
-    val stream = fs.create(temporary, false)
-    try stream.write(text.getBytes(StandardCharsets.UTF_8))
-    finally stream.close()
-    if (fs.exists(target) || !fs.rename(temporary, target)) {
+    val bytes = text.getBytes(StandardCharsets.UTF_8)
+    if (fs.exists(target)) return Exists
+    if (fs.getScheme == "file") return publishByLink(fs, target, bytes)
+    val uri = fs.getUri.toString
+    Option(publishWays.get(uri)) match {
+      case Some(ByPut) => return put(fs, target, bytes)
+      case Some(Unsupported) => return Unsupported
+      case _ =>
+    }
+    val temporary = hiddenBeside(target)
+    val visibleWhileWritten = write(fs, temporary, bytes)
+    val way = Option(publishWays.get(uri)).getOrElse {
+      val learnt = if (!visibleWhileWritten) ByPut else renameWay(fs, target)
+      publishWays.put(uri, learnt)
+      learnt
+    }
+    if (way != ByRename) {
       fs.delete(temporary, false)
-      false
-    } else true
+      if (way == ByPut) put(fs, target, bytes) else Unsupported
+    } else if (!fs.rename(temporary, target)) {
+      fs.delete(temporary, false)
+      Exists
+    } else Published
+  }
+
+  val Published = "published"
+  val Exists = "exists"
+  val Unsupported = "unsupported"
+  private val ByPut = "put"
+  private val ByRename = "rename"
+
+  /** File system URI → how `publishText` publishes there (`ByPut`, `ByRename`, `Unsupported`). */
+  private val publishWays = new java.util.concurrent.ConcurrentHashMap[String, String]()
+
+  private def hiddenBeside(target: Path): Path =
+    new Path(target.getParent, s".${java.util.UUID.randomUUID()}.tmp")
+
+  /** Writes `bytes` to the new file `path`; whether its stream could `hflush`. */
+  private def write(fs: FileSystem, path: Path, bytes: Array[Byte]): Boolean = {
+    val stream = fs.create(path, false)
+    try {
+      stream.write(bytes)
+      stream.hasCapability(StreamCapabilities.HFLUSH)
+    } finally stream.close()
+  }
+
+  /**
+   * Whether a rename onto an existing file fails on `fs` (`ByRename`) or replaces it
+   * (`Unsupported`): one probe file renamed onto another, beside `target`.
+   */
+  private def renameWay(fs: FileSystem, target: Path): String = {
+    val (from, onto) = (hiddenBeside(target), hiddenBeside(target))
+    try {
+      write(fs, from, Array.emptyByteArray)
+      write(fs, onto, Array.emptyByteArray)
+      if (fs.rename(from, onto)) Unsupported else ByRename
+    } finally {
+      fs.delete(from, false)
+      fs.delete(onto, false)
+    }
+  }
+
+  /**
+   * A conditional put of `bytes` at `target`: false if something is there already. The
+   * builder's conditional-create option makes S3A (Hadoop 3.5) send `If-None-Match: *`;
+   * connectors that do not know it ignore it (`opt`), and their `create(overwrite = false)`
+   * is what they offer (GCS and ABFS: conditional requests).
+   */
+  private def put(fs: FileSystem, target: Path, bytes: Array[Byte]): String = {
+    val stream =
+      try {
+        fs.createFile(target)
+          .overwrite(false)
+          .opt(Options.CreateFileOptionKeys.FS_OPTION_CREATE_CONDITIONAL_OVERWRITE, true)
+          .build()
+      } catch { case _: FileAlreadyExistsException => return Exists }
+    try {
+      stream.write(bytes)
+      stream.close() // an object store's conditional put is decided here
+      Published
+    } catch {
+      case _: FileAlreadyExistsException => Exists
+    }
+  }
+
+  /** Local: a hidden temporary file linked to `target` (fails if `target` exists). */
+  private def publishByLink(fs: FileSystem, target: Path, bytes: Array[Byte]): String = {
+    val local = new java.io.File(fs.makeQualified(target).toUri).toPath
+    Files.createDirectories(local.getParent)
+    val temporary = local.resolveSibling(s".${java.util.UUID.randomUUID()}.tmp")
+    Files.write(temporary, bytes)
+    try {
+      Files.createLink(local, temporary)
+      Published
+    } catch {
+      case _: java.nio.file.FileAlreadyExistsException => Exists
+    } finally Files.delete(temporary)
   }
 
   /** `path` with its file system's scheme and authority, as Hadoop lists it. */

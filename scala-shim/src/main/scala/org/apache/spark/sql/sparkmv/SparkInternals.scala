@@ -1,6 +1,5 @@
 package org.apache.spark.sql.sparkmv
 
-import org.apache.spark.security.SocketAuthServer
 import org.apache.spark.sql.{DataFrame, Observation, Row, SparkSession}
 import org.apache.spark.sql.catalyst.expressions.InSet
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
@@ -44,16 +43,6 @@ object SparkInternals {
     val tested = session.sessionState.sqlParser.parseExpression(expressionSql)
     classic.Dataset.ofRows(session, Filter(InSet(tested, values), dataset.logicalPlan))
   }
-
-  /**
-   * Runs `frame` (over its analyzed plan) and serves its rows to Python as Arrow batches:
-   * port, secret and the serving thread's server, as PySpark's `toArrow` gets them.
-   */
-  def collectAsArrowToPython(frame: DataFrame): Array[Any] =
-    classicOf(overAnalyzedPlan(frame)).collectAsArrowToPython
-
-  /** Waits for a server of `collectAsArrowToPython` to end serving; rethrows what failed it. */
-  def awaitServed(server: AnyRef): Unit = server.asInstanceOf[SocketAuthServer[_]].getResult()
 
   /** The metrics row of `observation` once its action finished (waits for it). */
   def observedRow(observation: Observation): Row = observation.getRow
