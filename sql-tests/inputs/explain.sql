@@ -21,7 +21,7 @@ EXPLAIN REFRESH MATERIALIZED VIEW big;
 -- EXPLAIN refreshes nothing: the refresh count is still 1.
 DESCRIBE MATERIALIZED VIEW EXTENDED totals;
 
--- A plain aggregate's small change: the driver sums and merges it, no Spark job.
+-- A plain aggregate's small change: one Spark job sums it into its groups and rewrites them.
 INSERT INTO orders VALUES (4, 'cy', 5);
 EXPLAIN REFRESH MATERIALIZED VIEW totals;
 REFRESH MATERIALIZED VIEW totals;
@@ -48,8 +48,8 @@ EXPLAIN DROP MATERIALIZED VIEW totals;
 EXPLAIN SHOW MATERIALIZED VIEWS;
 
 -- TPC-H Q6's shape: an argument of arithmetic, a WHERE of date constants shifted by an
--- interval, BETWEEN over arithmetic constants; and a decimal average. The driver computes
--- them as Spark does (driver_expression.py): still no Spark job.
+-- interval, BETWEEN over arithmetic constants; and a decimal average. The irrelevance filter
+-- keeps what it can compile of the WHERE (not the interval's bound): it drops one changed row.
 CREATE TABLE lines (price DECIMAL(15,2), discount DECIMAL(15,2), quantity DECIMAL(15,2),
   shipdate DATE) USING parquet;
 INSERT INTO lines VALUES (100.00, 0.06, 10.00, DATE '1994-03-01'),

@@ -500,7 +500,7 @@ def _rows_hit(stored: DataFrame, staged: StagedChange, merge: Merge) -> DataFram
         return frames.sql(
             stored.sparkSession,
             f"SELECT /*+ SHUFFLE_HASH(c) */ s.* FROM {views.name_of(stored)} s LEFT SEMI JOIN"
-            f" (SELECT DISTINCT {bucket}, {', '.join(keys)} FROM {views.name_of(staged.frame)}"
+            f" (SELECT DISTINCT {', '.join([bucket, *keys])} FROM {views.name_of(staged.frame)}"
             f"{deletions}) c ON {same}",
         )
     finally:
