@@ -51,11 +51,12 @@ the bridge, building and analysing plans in Python, metastore calls, file listin
 round trips, counted on every thread (the JVM's callback into sparkmv's handler, the handler's
 calls back into the JVM, py4j's releases of collected objects). Printed per query, SF and
 change: the medians over the rounds, the first round's incremental refresh on its own (the
-first at its SF in the process: cold caches and a JVM not yet warmed up), the ratio full / incremental, the mode AUTO chose (a query
-AUTO cannot maintain, or finds cheaper to recompute, refreshes fully; the reason is printed below
-the table), the view rows the incremental refresh reported inserting/deleting (Δview, last
-round) and the check: after the last round of a change both copies are compared with their query
-as a multiset (``EXCEPT ALL`` both ways, and the counts), OK or WRONG. Each view is also read
+first at its SF in the process: cold caches and a JVM not yet warmed up), the ratio full /
+incremental, the mode AUTO chose (a query AUTO cannot maintain, or finds cheaper to
+recompute, refreshes fully; the reason is printed below the table), the view rows the
+incremental refresh reported inserting/deleting (Δview, last round) and the check: after the
+last round of a change both copies are compared with their query as a multiset (``EXCEPT
+ALL`` both ways, and the counts), OK or WRONG. Each view is also read
 once with its ``ORDER BY``/``LIMIT``.
 
 ``QUERIES`` are all 22 (``--queries`` picks some): since issue 24 sparkmv maintains their
