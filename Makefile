@@ -72,6 +72,7 @@ lint: $(INSTALLED)
 	$(VENV)/bin/ruff check python tests bench examples
 	$(VENV)/bin/ruff format --check python tests bench examples
 	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
 
 jar: $(JAR)
 

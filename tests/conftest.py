@@ -31,7 +31,7 @@ from sparkmv.capture.files import TableFiles
 from sparkmv.capture.tracking import Tracking
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import CRASH_AT_ENV
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 from sparkmv.zset import WEIGHT
 
 T = TypeVar("T")

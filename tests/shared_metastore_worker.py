@@ -13,10 +13,10 @@ import sys
 from typing import Any
 
 import sparkmv
-from sparkmv.apply import snapshot
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.views import ViewCatalog
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
+from sparkmv.storage import snapshot
 
 
 def outcome(spark: Any, sql: str) -> dict[str, Any]:

@@ -35,8 +35,8 @@ from sparkmv.commands.context import CommandContext
 from sparkmv.commands.on_commit import refresh_immediate_views
 from sparkmv.config import EXCEPTION_CLASS, PY4J_SOCKETS_CLASS
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.identifiers import TableName
 from sparkmv.jvm import helper
-from sparkmv.parse.statements import TableName
 
 log = logging.getLogger(__name__)
 

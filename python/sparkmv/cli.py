@@ -10,12 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from sparkmv.config import (
-    CONNECT_PORT,
-    CONSOLE_PROGRESS_CONF,
-    SERVER_APPLICATION_CONF,
-    THRIFT_PORT,
-)
+from sparkmv.config import CONNECT_PORT, CONSOLE_PROGRESS_CONF, SERVER_APPLICATION_CONF, THRIFT_PORT
 from sparkmv.errors import SparkMvError
 from sparkmv.jar import JarBuildError, jar_path
 from sparkmv.shell import Shell, split_statements

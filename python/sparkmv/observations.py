@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv import frames
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 
 
 class Metrics:

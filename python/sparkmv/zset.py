@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 
 WEIGHT = "__sparkmv_weight"
 """The weight column of every Z-set DataFrame."""

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from conftest import assert_view_matches_query, session_confs
 from pyspark.sql import SparkSession
-from sparkmv.apply.snapshot import MASK_DIR, MASK_SCHEMA
 from sparkmv.config import (
     STORAGE_BUCKETS_CONF,
     STORAGE_MAX_MASKED_SHARE_CONF,
     STORAGE_PATCH_MIN_ROWS_CONF,
 )
-from sparkmv.stored_columns import BUCKET_COLUMN
+from sparkmv.storage.snapshot import MASK_DIR, MASK_SCHEMA
+from sparkmv.storage.stored_columns import BUCKET_COLUMN
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import sparkmv
 from sparkmv.capture.tracking import Tracking
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import disarmed
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 from sparkmv.zset import WEIGHT
 
 Row = tuple[int, str, int | None]

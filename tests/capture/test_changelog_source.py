@@ -11,7 +11,7 @@ from conftest import assert_view_matches_query, multiset, view_description
 from pyspark.sql import SparkSession
 from sparkmv.capture.changelog_source import describe
 from sparkmv.capture.source import ChangeRangeError
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 from sparkmv.zset import WEIGHT
 from versioned_catalog import CHANGELOG_CATALOG, PLAIN_CATALOG, commit, expire_changes
 

@@ -7,8 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata, RefreshStats
+from sparkmv.catalog.modes import RefreshMode, RefreshPolicy, RefreshTrigger
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshTrigger, TableName
+from sparkmv.identifiers import TableName
 
 
 def metadata(query: str) -> MvMetadata:

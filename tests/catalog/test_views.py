@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 from sparkmv.catalog.views import RefreshFacts, ViewCatalog
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 
 
 @pytest.fixture

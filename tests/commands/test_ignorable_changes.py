@@ -12,10 +12,11 @@ from __future__ import annotations
 from conftest import assert_view_matches_query
 from pyspark.sql import SparkSession
 from sparkmv.analyze.relational import Scan, walk
+from sparkmv.catalog.modes import RefreshMode
 from sparkmv.commands import refresh
 from sparkmv.commands.context import CommandContext
 from sparkmv.delta.engine import DeltaEngine
-from sparkmv.parse.statements import RefreshMode, TableName
+from sparkmv.identifiers import TableName
 from sparkmv.plan.refresh_plan import plan_refresh
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from conftest import assert_view_matches_query, multiset, table_properties
 from pyspark.sql import SparkSession
-from sparkmv.apply.snapshot import storage_root
 from sparkmv.catalog import properties as keys
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
+from sparkmv.storage.snapshot import storage_root
 
 
 def describe(spark: SparkSession, view: str) -> dict[str, str]:

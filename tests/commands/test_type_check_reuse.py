@@ -16,7 +16,7 @@ from conftest import assert_view_matches_query
 from pyspark.sql import SparkSession
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 from sparkmv.plan import refresh_plan
 
 

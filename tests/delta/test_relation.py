@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import assert_view_matches_query
 from pyspark.sql import SparkSession
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 
 
 def sparkmv_temp_views(spark: SparkSession) -> list[str]:

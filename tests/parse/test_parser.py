@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from sparkmv.catalog.modes import RefreshMode, RefreshPolicy, RefreshTrigger
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.identifiers import TableName
 from sparkmv.parse import parse_statement
 from sparkmv.parse.statements import (
     AlterQueryStatement,
@@ -15,12 +17,8 @@ from sparkmv.parse.statements import (
     DescribeStatement,
     DropStatement,
     ExplainStatement,
-    RefreshMode,
-    RefreshPolicy,
     RefreshStatement,
-    RefreshTrigger,
     ShowStatement,
-    TableName,
 )
 
 

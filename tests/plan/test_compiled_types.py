@@ -11,7 +11,7 @@ from conftest import assert_view_matches_query
 from pyspark.sql import SparkSession
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.views import ViewCatalog
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 from sparkmv.plan import aggregate_view
 
 QUERY = (

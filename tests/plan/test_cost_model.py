@@ -9,7 +9,8 @@ import pytest
 import sqlglot
 from sparkmv.analyze.relational import Aggregate, Distinct, Filter, Join, Project, Scan
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata, RefreshStats
-from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshTrigger, TableName
+from sparkmv.catalog.modes import RefreshMode, RefreshPolicy, RefreshTrigger
+from sparkmv.identifiers import TableName
 from sparkmv.plan.cost import (
     FIXED_MS,
     HISTORY_BASE_BYTES,

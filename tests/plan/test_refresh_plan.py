@@ -14,9 +14,10 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Row, SparkSession
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata
+from sparkmv.catalog.modes import RefreshMode
 from sparkmv.commands.context import CommandContext
 from sparkmv.config import REFRESH_COST_BASED_CONF
-from sparkmv.parse.statements import RefreshMode, TableName
+from sparkmv.identifiers import TableName
 from sparkmv.plan.refresh_plan import (
     MAINTAINABLE,
     NO_CHANGE,

@@ -32,7 +32,7 @@ from sparkmv.analyze.relational import (
     walk,
 )
 from sparkmv.analyze.windows import tie_sensitive_construct
-from sparkmv.parse.statements import SESSION_CATALOG, TableName
+from sparkmv.identifiers import SESSION_CATALOG, TableName
 
 # Spark's names of the aggregate functions the rules maintain (``AGGREGATE_FUNCTIONS``).
 MAINTAINED_AGGREGATES = frozenset(AGGREGATE_FUNCTIONS.values())

@@ -19,7 +19,7 @@ from sqlglot.errors import ParseError
 
 from sparkmv import frames
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import SESSION_CATALOG
+from sparkmv.identifiers import SESSION_CATALOG
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,15 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkmv import frames, fs
-from sparkmv.apply.snapshot import (
+from sparkmv.catalog.metadata import MvMetadata
+from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
+from sparkmv.delta.relation import TempViews
+from sparkmv.identifiers import quote_identifier
+from sparkmv.jobs import buckets, job_step
+from sparkmv.observations import observe
+from sparkmv.plan.merge import METRICS, Merge
+from sparkmv.storage.buckets import bucket_sql
+from sparkmv.storage.snapshot import (
     CHANGE_DIR,
     FILE_COLUMN,
     MASK_SCHEMA,
@@ -60,15 +68,7 @@ from sparkmv.apply.snapshot import (
     read_mask,
     remove_path,
 )
-from sparkmv.buckets import bucket_sql
-from sparkmv.catalog.metadata import MvMetadata
-from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
-from sparkmv.delta.relation import TempViews
-from sparkmv.jobs import buckets, job_step
-from sparkmv.observations import observe
-from sparkmv.parse.statements import quote_identifier
-from sparkmv.plan.merge import METRICS, Merge
-from sparkmv.stored_columns import BUCKET_COLUMN
+from sparkmv.storage.stored_columns import BUCKET_COLUMN
 from sparkmv.zset import WEIGHT
 
 DEFAULT_MAX_MASKED_SHARE = 0.25

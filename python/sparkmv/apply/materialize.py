@@ -18,13 +18,14 @@ from typing import Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 
-from sparkmv.apply import snapshot
 from sparkmv.apply.incremental import AppliedChange, apply_change, relinked_snapshot
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.faults import checkpoint
-from sparkmv.parse.statements import ColumnSpec, quote_identifier, sql_string
+from sparkmv.identifiers import quote_identifier, sql_string
+from sparkmv.parse.statements import ColumnSpec
 from sparkmv.plan.merge import Merge
+from sparkmv.storage import snapshot
 
 log = logging.getLogger(__name__)
 

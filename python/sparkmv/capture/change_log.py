@@ -49,7 +49,7 @@ from sparkmv import frames, fs
 from sparkmv.capture.files import DataFile, PartitionSpec, TableFiles, delete_retired
 from sparkmv.capture.source import ChangeRangeError
 from sparkmv.frames import ParquetRead
-from sparkmv.parse.statements import quote_identifier, sql_string
+from sparkmv.identifiers import quote_identifier, sql_string
 from sparkmv.zset import WEIGHT, consolidate
 
 _MANIFEST = re.compile(r"^(\d{20})\.json$")

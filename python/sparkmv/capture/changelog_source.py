@@ -37,8 +37,8 @@ from pyspark.sql.types import StructType
 from sparkmv import frames
 from sparkmv.capture.source import ChangeRangeError
 from sparkmv.config import CHANGELOG_BRIDGE_CLASS
+from sparkmv.identifiers import TableName
 from sparkmv.jvm import helper
-from sparkmv.parse.statements import TableName
 from sparkmv.zset import WEIGHT, column, consolidate
 
 CHANGE_TYPE = "_change_type"

@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 
 from sparkmv import fs
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 
 PartitionSpec = tuple[tuple[str, str | None], ...]
 """Partition column values as strings, in the table's partition column order; () if none."""

@@ -58,7 +58,7 @@ from sparkmv.capture.tracking import Tracking, immediate_views
 from sparkmv.catalog.views import CatalogEntry
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 from sparkmv.zset import column
 
 MERGE = "MERGE"

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from sparkmv.catalog import metastore
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 
 
 @dataclass

@@ -28,7 +28,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from sparkmv import fs
-from sparkmv.apply.snapshot import view_text
 from sparkmv.capture.change_log import ChangeLog, FileRef
 from sparkmv.capture.changelog_source import ChangelogSource
 from sparkmv.capture.files import DataFile, DataUnit, TableFiles, list_table_files
@@ -38,7 +37,8 @@ from sparkmv.catalog.metadata import LogPosition, MvMetadata
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
 from sparkmv.config import LOG_DIR_NAME
 from sparkmv.fs import FileStatus
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
+from sparkmv.storage.snapshot import view_text
 
 TRACKABLE_PROVIDERS = frozenset({"parquet"})
 TRACKING_KEYS = (keys.TRACKING_LOG, keys.TRACKING_DEPENDENTS)

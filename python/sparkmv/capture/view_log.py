@@ -39,7 +39,6 @@ from collections.abc import Callable
 from pyspark.sql import SparkSession
 
 from sparkmv import frames, fs
-from sparkmv.apply.snapshot import mask_path, view_text
 from sparkmv.capture.change_log import ChangeLog, LogCommit, PreparedCommit
 from sparkmv.capture.files import TableFiles
 from sparkmv.capture.tracking import snapshot_files
@@ -47,9 +46,10 @@ from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.views import CatalogEntry
 from sparkmv.faults import checkpoint
+from sparkmv.identifiers import quote_identifier
 from sparkmv.jobs import job_step
-from sparkmv.parse.statements import quote_identifier
-from sparkmv.stored_columns import BUCKET_COLUMN
+from sparkmv.storage.snapshot import mask_path, view_text
+from sparkmv.storage.stored_columns import BUCKET_COLUMN
 
 REFRESH_OPERATION = "REFRESH"
 INSERTED, DELETED = "inserted", "deleted"

@@ -41,7 +41,7 @@ from sparkmv.capture.files import TableFiles, table_files_from_listing, unit_bas
 from sparkmv.capture.tracking import Tracking, immediate_views
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.views import CatalogEntry, entry_from_description
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 
 OVERWRITE_MODE = "Overwrite"
 """The ``SaveMode`` name the shim passes for writes that may remove data."""

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from sparkmv.catalog import properties as keys
+from sparkmv.catalog.modes import RefreshMode, RefreshPolicy, RefreshTrigger
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import RefreshMode, RefreshPolicy, RefreshTrigger, TableName
+from sparkmv.identifiers import TableName
 
 HISTORY_WEIGHT = 0.25
 """The newest measured refresh's weight in its mode's ``ModeHistory``: the means are exact
@@ -151,7 +152,7 @@ class RefreshStats:
 
 @dataclass(frozen=True)
 class StorageLayout:
-    """How a view's snapshot stores it (``apply/snapshot.py``).
+    """How a view's snapshot stores it (``storage/snapshot.py``).
 
     ``counted``: one row per distinct value, with its multiplicity (Blakeley §5.1's
     counter) in a hidden column — a DISTINCT view, which shows the values with a positive
@@ -207,7 +208,7 @@ class MvMetadata:
     stats: RefreshStats = field(default_factory=RefreshStats)
     consumed_versions: dict[str, LogPosition] = field(default_factory=dict)  # per base table
     layout: StorageLayout = PLAIN
-    # stored rows of the snapshot that its mask hides (merge-on-read, ``apply/snapshot.py``)
+    # stored rows of the snapshot that its mask hides (merge-on-read, ``storage/snapshot.py``)
     masked_rows: int = 0
     # the schemas key the delta rules' types were checked for ("" when not checked)
     checked_schemas: str = ""

@@ -44,7 +44,7 @@ from sparkmv.config import (
     METASTORE_USER_CONF,
     POSTGRES_URL_PREFIX,
 )
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 
 _VIEW_LOCKS = 0x53504D31  # advisory lock class ids ("SPM1", "SPM2", "SPM3")
 _COMMIT_LOCKS = 0x53504D32

@@ -2,7 +2,7 @@
 
 Calls go through ``io.sparkmv.catalog.CatalogBridge`` (one metastore round trip each).
 A materialized view is a catalog VIEW carrying ``sparkmv.`` properties over a snapshot of
-its data (``apply/snapshot.py``): ``SELECT *`` shows only the view's columns, ``SHOW TABLES``
+its data (``storage/snapshot.py``): ``SELECT *`` shows only the view's columns, ``SHOW TABLES``
 lists it once, and plain Spark without the extension can still read it.
 """
 
@@ -22,8 +22,8 @@ from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.config import CATALOG_BRIDGE_CLASS
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.identifiers import TableName
 from sparkmv.jvm import helper
-from sparkmv.parse.statements import TableName
 
 
 @dataclass(frozen=True)

@@ -9,24 +9,23 @@ from pyspark.sql import functions as F
 
 from sparkmv.analyze.maintainability import Maintainability, analyze_maintainability, qualified
 from sparkmv.analyze.query import ParsedQuery, current_database, parse_query
-from sparkmv.apply import snapshot
 from sparkmv.capture.tracking import BaseTable, positions
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata, StorageLayout
+from sparkmv.catalog.modes import RefreshTrigger
 from sparkmv.commands import create
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.create import CreatePlan, DerivedRows
 from sparkmv.commands.on_commit import check_immediate, mark_immediate
 from sparkmv.delta.engine import BaseState
 from sparkmv.delta.rules import delta_engine
+from sparkmv.identifiers import quote_identifier
 from sparkmv.parse.statements import (
     AlterQueryStatement,
     AlterRefreshStatement,
     ColumnSpec,
     CreateStatement,
     RefreshClause,
-    RefreshTrigger,
-    quote_identifier,
 )
 from sparkmv.plan.aggregate_view import AggregateView, aggregate_view
 from sparkmv.plan.definition_change import (
@@ -39,7 +38,8 @@ from sparkmv.plan.definition_change import (
 )
 from sparkmv.plan.refresh_plan import check_policy, view_query
 from sparkmv.plan.view_delta import base_table_columns, stored_rows
-from sparkmv.stored_columns import storage_columns
+from sparkmv.storage import snapshot
+from sparkmv.storage.stored_columns import storage_columns
 
 RESULT_SCHEMA = ""
 

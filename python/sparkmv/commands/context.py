@@ -14,7 +14,7 @@ from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking, untrack
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.views import CatalogEntry, RefreshFacts, ViewCatalog
 from sparkmv.fs import FileStatus
-from sparkmv.parse.statements import SESSION_CATALOG, TableName
+from sparkmv.identifiers import SESSION_CATALOG, TableName
 
 Rows = list[tuple[Any, ...]]
 """Result rows, in the order of the command's RESULT_SCHEMA."""

@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.query import ParsedQuery, parse_query, query_dataframe
-from sparkmv.apply import snapshot
 from sparkmv.apply.fixpoints import fixpoint_writer, query_hash, recursive_nodes
 from sparkmv.apply.materialize import (
     ViewDefinition,
@@ -25,6 +24,7 @@ from sparkmv.apply.materialize import (
 from sparkmv.capture.tracking import TRACKING_KEYS, BaseTable, positions, schemas
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata, RefreshStats, StorageLayout
+from sparkmv.catalog.modes import RefreshPolicy, RefreshTrigger
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.dependencies import check_no_cycle
 from sparkmv.commands.on_commit import check_immediate, mark_immediate
@@ -33,17 +33,13 @@ from sparkmv.delta.engine import BaseState, Version
 from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
+from sparkmv.identifiers import TableName
 from sparkmv.jobs import job_step
-from sparkmv.parse.statements import (
-    ColumnSpec,
-    CreateStatement,
-    RefreshPolicy,
-    RefreshTrigger,
-    TableName,
-)
+from sparkmv.parse.statements import ColumnSpec, CreateStatement
 from sparkmv.plan.aggregate_view import compiled_types_json
 from sparkmv.plan.refresh_plan import check_policy, storage_layout
 from sparkmv.plan.view_delta import maintainability_of, schemas_key, stored_rows
+from sparkmv.storage import snapshot
 
 RESULT_SCHEMA = ""
 INITIAL_REASON = "initial materialization"

@@ -20,7 +20,7 @@ from sparkmv.capture.change_log import ChangeLog
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.views import ViewCatalog
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 
 
 def upstream_views(catalog: ViewCatalog, view: TableName) -> list[TableName]:

@@ -10,10 +10,11 @@ from pyspark.sql import SparkSession
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
+from sparkmv.catalog.modes import RefreshTrigger
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.dependencies import downstream_views
 from sparkmv.errors import SparkMvError
-from sparkmv.parse.statements import DescribeStatement, RefreshTrigger
+from sparkmv.parse.statements import DescribeStatement
 from sparkmv.plan.refresh_plan import changed_tables, log_obstacle, plan_refresh
 
 RESULT_SCHEMA = "col_name STRING, data_type STRING, comment STRING"

@@ -9,14 +9,15 @@ so that no view is ever left reading a dropped one.
 from __future__ import annotations
 
 from sparkmv import fs
-from sparkmv.apply import snapshot
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.dependencies import downstream_order, downstream_views
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
-from sparkmv.parse.statements import DropStatement, TableName
+from sparkmv.identifiers import TableName
+from sparkmv.parse.statements import DropStatement
+from sparkmv.storage import snapshot
 
 RESULT_SCHEMA = ""
 

@@ -10,6 +10,7 @@ from sparkmv.analyze.maintainability import Maintainability
 from sparkmv.analyze.relational import Scan, walk
 from sparkmv.apply.fixpoints import query_hash, recursive_nodes, stored_fixpoints
 from sparkmv.apply.incremental import describe_storage_plan
+from sparkmv.catalog.modes import RefreshMode
 from sparkmv.commands import create, refresh
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import IRRELEVANCE_FILTERS_CONF
@@ -21,7 +22,6 @@ from sparkmv.parse.statements import (
     DescribeStatement,
     DropStatement,
     ExplainStatement,
-    RefreshMode,
     RefreshStatement,
     ShowStatement,
 )

@@ -35,7 +35,7 @@ from sparkmv.commands.context import CommandContext
 from sparkmv.commands.view_locks import view_lock
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 
 
 def refresh_immediate_views(

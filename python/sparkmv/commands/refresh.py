@@ -19,12 +19,7 @@ from functools import partial
 from pyspark.sql import SparkSession
 
 from sparkmv.analyze.relational import Node, read_columns
-from sparkmv.apply.fixpoints import (
-    fixpoint_writer,
-    query_hash,
-    recursive_nodes,
-    stored_fixpoints,
-)
+from sparkmv.apply.fixpoints import fixpoint_writer, query_hash, recursive_nodes, stored_fixpoints
 from sparkmv.apply.incremental import ChangeDoesNotFitError
 from sparkmv.apply.materialize import (
     ChangeRecorder,
@@ -37,6 +32,7 @@ from sparkmv.apply.materialize import (
 from sparkmv.capture.tracking import BaseTable, immediate_views, positions, schemas
 from sparkmv.capture.view_log import ViewChangeLog
 from sparkmv.catalog.metadata import MvMetadata
+from sparkmv.catalog.modes import RefreshMode, RefreshTrigger
 from sparkmv.catalog.views import RefreshFacts
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
@@ -44,8 +40,9 @@ from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows
 from sparkmv.delta.recursive import LevelLimitInChangeError, MissingFixpointError
 from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.identifiers import TableName
 from sparkmv.jobs import job_step
-from sparkmv.parse.statements import RefreshMode, RefreshStatement, RefreshTrigger, TableName
+from sparkmv.parse.statements import RefreshStatement
 from sparkmv.plan.aggregate_view import (
     compiled_types_json,
     remember_compiled_types,
@@ -59,12 +56,7 @@ from sparkmv.plan.refresh_plan import (
     plan_refresh,
     storage_layout,
 )
-from sparkmv.plan.view_delta import (
-    SkippedRows,
-    irrelevance_screens,
-    stored_change,
-    stored_rows,
-)
+from sparkmv.plan.view_delta import SkippedRows, irrelevance_screens, stored_change, stored_rows
 
 RESULT_SCHEMA = (
     "mode STRING, reason STRING, rows_inserted BIGINT, rows_deleted BIGINT,"

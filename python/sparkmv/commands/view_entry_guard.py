@@ -9,7 +9,7 @@ they run; this module words the refusal, naming the statement to use instead.
 from __future__ import annotations
 
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 
 _REDEFINE = (
     "Use ALTER MATERIALIZED VIEW {name} AS <query> or CREATE OR REPLACE MATERIALIZED VIEW "

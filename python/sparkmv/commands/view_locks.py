@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sparkmv.catalog import metastore
-from sparkmv.parse.statements import TableName
+from sparkmv.identifiers import TableName
 
 _locks: dict[str, threading.RLock] = {}
 _locks_guard = threading.Lock()

@@ -46,17 +46,12 @@ from sqlglot import exp
 from sparkmv import frames
 from sparkmv.analyze.relational import Aggregate, AggregateCall, NotMaintainableError
 from sparkmv.config import ANSI_CONF
-from sparkmv.delta.engine import (
-    DeltaEngine,
-    DeltaRule,
-    Version,
-    sql_expression,
-)
+from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_from
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import quote_identifier as _q
-from sparkmv.parse.statements import sql_string
-from sparkmv.stored_columns import COUNT_COLUMN, GROUP_KEY_PREFIX
+from sparkmv.identifiers import quote_identifier as _q
+from sparkmv.identifiers import sql_string
+from sparkmv.storage.stored_columns import COUNT_COLUMN, GROUP_KEY_PREFIX
 from sparkmv.zset import WEIGHT
 
 SUMMABLE_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.DecimalType)

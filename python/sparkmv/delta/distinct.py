@@ -16,7 +16,7 @@ from __future__ import annotations
 from sparkmv.analyze.relational import Distinct
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_sql
-from sparkmv.parse.statements import quote_identifier as _q
+from sparkmv.identifiers import quote_identifier as _q
 
 
 def distinct_sql(zset: Relation, columns: list[str]) -> str:

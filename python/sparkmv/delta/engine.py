@@ -34,7 +34,7 @@ from sparkmv.analyze.ir import (
     walk,
 )
 from sparkmv.delta.relation import Relation, TempViews, net_change
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 from sparkmv.zset import WEIGHT, column, materialized
 
 KeyedColumns = tuple[str, tuple[str, ...]]

@@ -66,7 +66,7 @@ from sparkmv.analyze.ir import Filter, Node, Project, Scan
 from sparkmv.analyze.relational import Join
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, KeyedColumns, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 
 
 def join(node: Join, inputs: list[Relation], engine: DeltaEngine, start: int = 0) -> Relation:

@@ -11,7 +11,7 @@ from sparkmv.analyze.relational import Project
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation
 from sparkmv.delta.semijoin import native_value
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 
 
 def project(node: Project, zset: Relation, engine: DeltaEngine) -> Relation:

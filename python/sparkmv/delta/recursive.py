@@ -61,8 +61,8 @@ from sparkmv.analyze.ir import Node, NotMaintainableError, Recursive, RecursiveR
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_sql, renamed
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import quote_identifier as _q
-from sparkmv.stored_columns import storage_columns
+from sparkmv.identifiers import quote_identifier as _q
+from sparkmv.storage.stored_columns import storage_columns
 from sparkmv.zset import WEIGHT, materialized
 
 LEVEL_LIMIT_CONF = "spark.sql.cteRecursionLevelLimit"

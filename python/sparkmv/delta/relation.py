@@ -24,7 +24,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv import frames
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 from sparkmv.zset import WEIGHT
 
 WEIGHT_SQL = quote_identifier(WEIGHT)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from sparkmv.analyze.ir import Replicate
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version
 from sparkmv.delta.relation import WEIGHT_SQL, Relation
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 
 
 def replicated(node: Replicate, zset: Relation, engine: DeltaEngine) -> Relation:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from sparkmv.analyze.relational import Scan
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, renamed
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 
 
 def evaluate(node: Scan, version: Version, engine: DeltaEngine) -> Relation:

@@ -31,7 +31,7 @@ from sparkmv.analyze.decorrelate import conjunction, split_conjuncts
 from sparkmv.analyze.ir import Join, Node, Project, SemiJoinOf, UnionAll
 from sparkmv.delta.engine import DeltaEngine, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, renamed
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 
 
 def native_value(

@@ -44,7 +44,7 @@ from sparkmv.analyze.windows import (
 from sparkmv.delta.aggregate import SUMMABLE_TYPES
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_from
-from sparkmv.parse.statements import quote_identifier as _q
+from sparkmv.identifiers import quote_identifier as _q
 
 COPY_COLUMN = "__sparkmv_copy"
 """The exploded copy of a row (``_bag_sql``); dropped right away."""

@@ -42,14 +42,7 @@ from sqlglot import exp
 
 from sparkmv.analyze.relational import Filter, Join, Node, Project, Scan, children
 from sparkmv.filter.difference_constraints import Closure, Weight, close
-from sparkmv.filter.predicates import (
-    INTEGRAL,
-    ZERO,
-    Conjunction,
-    ConstantNode,
-    disjuncts,
-    family,
-)
+from sparkmv.filter.predicates import INTEGRAL, ZERO, Conjunction, ConstantNode, disjuncts, family
 
 BLOCK_OPERATORS = (Filter, Project, Join)
 MAX_CLOSURE_WORK = 500_000

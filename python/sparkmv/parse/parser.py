@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import re
 
+from sparkmv.catalog.modes import RefreshMode, RefreshPolicy, RefreshTrigger
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.identifiers import TableName, quote_identifier
 from sparkmv.parse.lexer import Token, TokenKind, tokenize
 from sparkmv.parse.statements import (
     AlterQueryStatement,
@@ -33,14 +35,9 @@ from sparkmv.parse.statements import (
     DropStatement,
     ExplainStatement,
     RefreshClause,
-    RefreshMode,
-    RefreshPolicy,
     RefreshStatement,
-    RefreshTrigger,
     ShowStatement,
     Statement,
-    TableName,
-    quote_identifier,
 )
 
 SESSION_CATALOG = "spark_catalog"

@@ -36,9 +36,14 @@ from sparkmv.analyze.relational import Aggregate, Filter, Node, Project, Scan
 from sparkmv.config import ANSI_CONF
 from sparkmv.delta import aggregate as agg
 from sparkmv.delta.engine import DeltaEngine, Version, sql_expression
-from sparkmv.parse.statements import quote_identifier as q
+from sparkmv.identifiers import quote_identifier as q
 from sparkmv.plan.merge import Merge
-from sparkmv.stored_columns import BUCKET_COLUMN, COUNT_COLUMN, VISIBLE_COLUMN, storage_columns
+from sparkmv.storage.stored_columns import (
+    BUCKET_COLUMN,
+    COUNT_COLUMN,
+    VISIBLE_COLUMN,
+    storage_columns,
+)
 
 KIND = agg.DISTINCT_ARGUMENT_COLUMN
 

@@ -82,10 +82,10 @@ from sparkmv.analyze.ir import (
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata
+from sparkmv.catalog.modes import RefreshMode
 from sparkmv.config import REFRESH_COST_BASED_CONF
 from sparkmv.delta.join import changed_core, sub_join, terms_scans
 from sparkmv.delta.selection import selected_join
-from sparkmv.parse.statements import RefreshMode
 
 FIXED_MS = 300.0
 """Either mode's fixed part: its Spark jobs (about 0.1 s each here) and its commit."""

@@ -49,8 +49,8 @@ from sqlglot import exp
 
 from sparkmv.analyze.ir import Aggregate, AggregateCall, Scan, walk
 from sparkmv.delta import aggregate as agg
-from sparkmv.parse.statements import quote_identifier as q
-from sparkmv.stored_columns import COUNT_COLUMN
+from sparkmv.identifiers import quote_identifier as q
+from sparkmv.storage.stored_columns import COUNT_COLUMN
 
 OLD_ROWS = "__sparkmv_old"
 """The alias of the old view's rows in ``Derivation.select_list`` and ``Derivation.filter``."""

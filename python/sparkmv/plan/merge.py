@@ -17,8 +17,8 @@ from pyspark.sql import types as T
 from sparkmv import frames
 from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.delta.relation import WEIGHT_SQL, TempViews
-from sparkmv.parse.statements import quote_identifier
-from sparkmv.stored_columns import BUCKET_COLUMN, COUNT_COLUMN, storage_columns
+from sparkmv.identifiers import quote_identifier
+from sparkmv.storage.stored_columns import BUCKET_COLUMN, COUNT_COLUMN, storage_columns
 
 METRICS = ("inserted", "deleted", "rewritten", "negative")
 """What a merge counts: visible rows inserted and deleted, stored rows written, and rows

@@ -40,8 +40,9 @@ from sparkmv.analyze.query import parse_query, query_dataframe
 from sparkmv.analyze.relational import read_columns
 from sparkmv.capture.tracking import BaseTable, schemas
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
+from sparkmv.catalog.modes import RefreshMode, RefreshPolicy
 from sparkmv.errors import ErrorClass, SparkMvError
-from sparkmv.parse.statements import RefreshMode, RefreshPolicy, TableName
+from sparkmv.identifiers import TableName
 from sparkmv.plan.aggregate_view import aggregate_view
 from sparkmv.plan.cost import (
     CostEstimate,

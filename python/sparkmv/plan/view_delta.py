@@ -41,11 +41,11 @@ from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows, Version, sql_
 from sparkmv.delta.relation import Relation, consolidated_sql, renamed_sql
 from sparkmv.delta.rules import delta_engine
 from sparkmv.filter.irrelevance import irrelevance_filters
+from sparkmv.identifiers import TableName
 from sparkmv.observations import Metrics, observe
-from sparkmv.parse.statements import TableName
 from sparkmv.plan.aggregate_view import aggregate_view, group_merge
 from sparkmv.plan.merge import Merge, row_merge
-from sparkmv.stored_columns import storage_columns
+from sparkmv.storage.stored_columns import storage_columns
 from sparkmv.zset import WEIGHT, as_bag
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
-from sparkmv.buckets import bucket_sql, hashed_columns, key_hash_sql
+from sparkmv.storage.buckets import bucket_sql, hashed_columns, key_hash_sql
 
 SCHEMA = T.StructType(
     [

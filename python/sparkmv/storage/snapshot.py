@@ -34,13 +34,13 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sparkmv import frames, fs
-from sparkmv.buckets import bucket_sql
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.config import STORAGE_DIR_NAME
 from sparkmv.fs import list_names, qualified, remove, warehouse_path
+from sparkmv.identifiers import TableName, quote_identifier
 from sparkmv.observations import observe
-from sparkmv.parse.statements import TableName, quote_identifier
-from sparkmv.stored_columns import (
+from sparkmv.storage.buckets import bucket_sql
+from sparkmv.storage.stored_columns import (
     BUCKET_COLUMN,
     COUNT_COLUMN,
     GROUP_KEY_PREFIX,

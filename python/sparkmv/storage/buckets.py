@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from pyspark.sql import types as T
 
-from sparkmv.parse.statements import quote_identifier
+from sparkmv.identifiers import quote_identifier
 from sparkmv.zset import EXACT_TYPES
 
 
