@@ -32,7 +32,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
-from sparkmv.config import STORAGE_PATCH_MIN_ROWS_CONF
+from sparkmv.config import STORAGE_PATCH_MIN_ROWS
 from test_differential_fleet import Fleet, Tally, check_fleet
 from test_local_cluster import (
     EVIDENCE_ENV,
@@ -171,7 +171,7 @@ CLUSTER_VIEWS = [
 ]
 """Fixed views of the maintained class over ``view_generator``'s tables r, s and t."""
 STEPS = 2  # write batches, each followed by a refresh of every view
-PATCHED = {STORAGE_PATCH_MIN_ROWS_CONF: "0"}
+PATCHED = {STORAGE_PATCH_MIN_ROWS.key: "0"}
 """Every touched bucket patched, with parquet the driver writes and the executors read (the
 demo's view, this small, is rewritten by a Spark job instead)."""
 

@@ -37,8 +37,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from sparkmv.config import (
     STORAGE_BUCKETS_CONF,
-    STORAGE_MAX_MASKED_SHARE_CONF,
-    STORAGE_PATCH_MIN_ROWS_CONF,
+    STORAGE_MAX_MASKED_SHARE,
+    STORAGE_PATCH_MIN_ROWS,
 )
 from sqlglot.optimizer.qualify import qualify
 from view_generator import (
@@ -233,9 +233,9 @@ def branches_of(scenario: Scenario) -> frozenset[str]:
             taken.update(name for name, pattern in WRITE_KINDS.items() if re.search(pattern, write))
     buckets = int(scenario.storage[STORAGE_BUCKETS_CONF])
     taken.add("storage: one bucket" if buckets == 1 else "storage: several buckets")
-    if STORAGE_PATCH_MIN_ROWS_CONF not in scenario.storage:
+    if STORAGE_PATCH_MIN_ROWS.key not in scenario.storage:
         taken.add("storage: buckets rewritten whole")
-    elif scenario.storage[STORAGE_MAX_MASKED_SHARE_CONF] == "1":
+    elif scenario.storage[STORAGE_MAX_MASKED_SHARE.key] == "1":
         taken.add("storage: buckets patched, masks never compacted")
     else:
         taken.add("storage: buckets patched, masks compacted at the default share")

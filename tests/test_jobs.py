@@ -10,7 +10,7 @@ from typing import Any
 
 from conftest import assert_view_matches_query, last_job_id, session_confs
 from pyspark.sql import SparkSession
-from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
+from sparkmv.config import STORAGE_MAX_MASKED_SHARE, STORAGE_PATCH_MIN_ROWS
 from sparkmv.jobs import JOB_DESCRIPTION
 
 
@@ -38,7 +38,7 @@ def test_refresh_jobs_name_the_view_and_the_step(spark: SparkSession, db: str) -
         spark.sql("REFRESH MATERIALIZED VIEW v").collect()
     assert small and all(d.startswith(f"REFRESH {db}.v: ΔV, merged into all ") for d in small)
 
-    patching = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
+    patching = {STORAGE_PATCH_MIN_ROWS.key: "0", STORAGE_MAX_MASKED_SHARE.key: "1"}
     spark.sql("DELETE FROM t WHERE v = 3")  # a row of the view: ΔV deletes it
     with session_confs(spark, patching), job_descriptions(spark) as patched:
         spark.sql("REFRESH MATERIALIZED VIEW v").collect()

@@ -32,8 +32,8 @@ from typing import Any, Literal, TypeVar
 from hypothesis import strategies as st
 from sparkmv.config import (
     STORAGE_BUCKETS_CONF,
-    STORAGE_MAX_MASKED_SHARE_CONF,
-    STORAGE_PATCH_MIN_ROWS_CONF,
+    STORAGE_MAX_MASKED_SHARE,
+    STORAGE_PATCH_MIN_ROWS,
 )
 
 T = TypeVar("T")
@@ -1017,6 +1017,6 @@ def storage_confs(draw: Draw) -> dict[str, str]:
     default share or never."""
     confs = {STORAGE_BUCKETS_CONF: str(draw(st.integers(1, 4)))}
     if draw(st.booleans()):
-        confs[STORAGE_PATCH_MIN_ROWS_CONF] = "0"
-        confs[STORAGE_MAX_MASKED_SHARE_CONF] = draw(st.sampled_from(["1", "0.25"]))
+        confs[STORAGE_PATCH_MIN_ROWS.key] = "0"
+        confs[STORAGE_MAX_MASKED_SHARE.key] = draw(st.sampled_from(["1", "0.25"]))
     return confs

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -155,16 +156,62 @@ STORAGE_BUCKETS_CONF = "spark.sparkmv.storage.buckets"
 """Session conf: hash buckets of an incrementally maintained view's storage, set at each full
 refresh (unset or 0: sized from the base tables' bytes)."""
 
-STORAGE_PATCH_MIN_ROWS_CONF = "spark.sparkmv.storage.patchMinRows"
-"""Session conf: an incremental refresh patches the buckets it touches (appends the merged
-rows, masks the ones they replace) when those buckets hold at least this many of the view's
-rows, and rewrites them whole otherwise (unset: ``apply/incremental.py``'s default; 0: always
-patch)."""
 
-STORAGE_MAX_MASKED_SHARE_CONF = "spark.sparkmv.storage.maxMaskedShare"
-"""Session conf: a patched bucket is rewritten whole (compacted) once its mask would hide more
-than this share of its stored rows (unset: ``apply/incremental.py``'s default; 1: never, for
-that reason)."""
+@dataclass(frozen=True)
+class Threshold:
+    """A session conf that bounds how a refresh runs: its ``key``, its ``default`` (an int,
+    or a float for a share) and, in its docstring beside it, what it decides. Read at each
+    use (one py4j round trip), so a ``SET`` takes effect at the next statement."""
+
+    key: str
+    default: float
+
+    def value(self, spark: SparkSession) -> float:
+        text = spark.conf.get(self.key, "") or ""
+        return float(text) if text else self.default
+
+    def count(self, spark: SparkSession) -> int:
+        """The value of a threshold that counts (rows, files, bytes, buckets)."""
+        return int(self.value(spark))
+
+
+STORAGE_PATCH_MIN_ROWS = Threshold("spark.sparkmv.storage.patchMinRows", 50_000)
+"""An incremental refresh patches the buckets it touches (appends the merged rows, masks the
+ones they replace) when those buckets hold at least this many of the view's rows, and
+rewrites them whole otherwise, in one job (0: always patch). Patching costs two jobs more
+than a rewrite."""
+
+STORAGE_MAX_MASKED_SHARE = Threshold("spark.sparkmv.storage.maxMaskedShare", 0.25)
+"""A patched bucket is rewritten whole (compacted) once its mask would hide more than this
+share of its stored rows (1: never, for that reason): readers then skip at most about a
+quarter of what they read."""
+
+STORAGE_MAX_FILES_PER_BUCKET = Threshold("spark.sparkmv.storage.maxFilesPerBucket", 16)
+"""A touched bucket holding this many files is rewritten whole (compacted): each patch adds
+one file."""
+
+STORAGE_BUCKET_BYTES = Threshold("spark.sparkmv.storage.bucketBytes", 32 * 1024 * 1024)
+"""Base-table bytes per storage bucket when ``STORAGE_BUCKETS_CONF`` is unset: a 10M-row
+fact table gets about 7 buckets. A refresh patches the buckets it touches at a cost that
+follows its change, not their size, while every touched bucket costs a file: fewer, larger
+buckets."""
+
+STORAGE_MAX_BUCKETS = Threshold("spark.sparkmv.storage.maxBuckets", 256)
+"""The most buckets a view's storage is sized to from its base tables' bytes."""
+
+FIXPOINT_MAX_FILES = Threshold("spark.sparkmv.storage.fixpointMaxFiles", 16)
+"""A recursive view's stored fixpoint of this many files is rewritten whole by the next
+refresh that changes it; below, the refresh appends its change as a file."""
+
+CHANGE_SINGLE_TASK_BYTES = Threshold("spark.sparkmv.refresh.singleTaskChangeBytes", 8 * 1024 * 1024)
+"""A base table's change whose logged files hold at most this many bytes is read as one
+partition: netting it, and the aggregates and broadcast joins above it, then need no
+shuffle (one partition satisfies any clustering), so the statement that computes ΔV runs
+without the stages those shuffles cost. A larger change is read in parallel."""
+
+TABLE_SINGLE_TASK_BYTES = Threshold("spark.sparkmv.refresh.singleTaskTableBytes", 4 * 1024 * 1024)
+"""A base table whose files hold at most this many bytes is read by one task (Spark's own
+``spark.sql.files.openCostInBytes`` is 4 MiB): its scan and what joins it need no shuffle."""
 
 INCREMENTAL_REFRESH_CONF: dict[str, str] = {
     # Adaptive execution runs every stage of a plan as a Spark job of its own and re-plans

@@ -12,8 +12,8 @@ from conftest import assert_view_matches_query, session_confs
 from pyspark.sql import SparkSession
 from sparkmv.config import (
     STORAGE_BUCKETS_CONF,
-    STORAGE_MAX_MASKED_SHARE_CONF,
-    STORAGE_PATCH_MIN_ROWS_CONF,
+    STORAGE_MAX_MASKED_SHARE,
+    STORAGE_PATCH_MIN_ROWS,
 )
 from sparkmv.storage.snapshot import MASK_DIR, MASK_SCHEMA
 from sparkmv.storage.stored_columns import BUCKET_COLUMN
@@ -23,8 +23,8 @@ from sparkmv.storage.stored_columns import BUCKET_COLUMN
 def patching(spark: SparkSession) -> Iterator[None]:
     """Every touched bucket patched (none too small, no mask too large), 4 buckets."""
     confs = {
-        STORAGE_PATCH_MIN_ROWS_CONF: "0",
-        STORAGE_MAX_MASKED_SHARE_CONF: "1",
+        STORAGE_PATCH_MIN_ROWS.key: "0",
+        STORAGE_MAX_MASKED_SHARE.key: "1",
         STORAGE_BUCKETS_CONF: "4",
     }
     with session_confs(spark, confs):
@@ -118,7 +118,7 @@ def test_a_bucket_whose_mask_grows_too_large_is_compacted(
     spark.sql("CREATE TABLE t (a INT) USING parquet")
     spark.sql("INSERT INTO t SELECT id FROM range(200)")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM t")
-    spark.conf.set(STORAGE_MAX_MASKED_SHARE_CONF, "0.25")
+    spark.conf.set(STORAGE_MAX_MASKED_SHARE.key, "0.25")
     spark.sql("DELETE FROM t WHERE a < 20")  # 10%: patched
     refresh(spark, "v")
     assert describe(spark, "v")["Masked Rows"] == "20"

@@ -26,8 +26,11 @@ from conftest import (
 )
 from pyspark.sql import DataFrame, Row, SparkSession
 from sparkmv.capture.tracking import BaseTable
-from sparkmv.commands import refresh as refresh_command
-from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
+from sparkmv.config import (
+    CHANGE_SINGLE_TASK_BYTES,
+    STORAGE_MAX_MASKED_SHARE,
+    STORAGE_PATCH_MIN_ROWS,
+)
 
 ROUND_TRIP_BUDGET = 115
 """A single-table view's refresh: measured 76-87 with inserts and deletes (filter-project 87,
@@ -42,7 +45,7 @@ through the DataFrame API)."""
 WINDOW_JOBS = 3
 """A window view's refresh (top-k per group with a partition sum): measured 3, the touched
 partitions ``P`` computed once (a checkpoint, one stage), a broadcast, then ΔV and its merge
-(4 before the change was read as one partition: ``refresh.SINGLE_TASK_CHANGE_BYTES``)."""
+(4 before the change was read as one partition: ``CHANGE_SINGLE_TASK_BYTES``)."""
 NO_CHANGE_ROUND_TRIP_BUDGET = 24
 """Nothing pending, maintainable view: measured 20 (16 of them the statement's own)."""
 NO_CHANGE_ANALYZED_ROUND_TRIP_BUDGET = 30
@@ -119,7 +122,7 @@ def test_an_aggregate_refresh_runs_one_job_of_three_stages(
     """ΔR is not consolidated (``relation.net_change``): an insert-only change has no rows
     that could cancel, and an aggregate of ``COUNT``/``SUM`` over one table sums its
     change's weights whatever rows it holds (``aggregate_view.sums_its_change``). The job
-    reads ΔR, one partition (``refresh.SINGLE_TASK_CHANGE_BYTES``), and aggregates ΔV's
+    reads ΔR, one partition (``CHANGE_SINGLE_TASK_BYTES``), and aggregates ΔV's
     groups in the same stage, merges them with the stored groups (the second) and writes
     them by bucket, one file each (the third) — consolidating ΔR first cost a stage more,
     reading ΔR in parallel another."""
@@ -137,17 +140,17 @@ def test_an_aggregate_refresh_runs_one_job_of_three_stages(
 
 
 def test_a_change_past_the_single_task_size_is_read_in_parallel(
-    spark: SparkSession, fact: str, monkeypatch: pytest.MonkeyPatch
+    spark: SparkSession, fact: str
 ) -> None:
-    """Past ``SINGLE_TASK_CHANGE_BYTES`` the change is read by as many tasks as Spark
+    """Past ``CHANGE_SINGLE_TASK_BYTES`` the change is read by as many tasks as Spark
     splits it into, and the aggregate of ΔV's groups shuffles (a fourth stage)."""
-    monkeypatch.setattr(refresh_command, "SINGLE_TASK_CHANGE_BYTES", 0)
     spark.sql(
         "CREATE MATERIALIZED VIEW v AS SELECT k, count(*) AS n, sum(v) AS s FROM fact"
         " WHERE v % 7 >= 0 GROUP BY k"
     )
     _change_summed_groups(spark, deletes=True)
-    row, cost = refresh(spark, "v")
+    with session_confs(spark, {CHANGE_SINGLE_TASK_BYTES.key: "0"}):
+        row, cost = refresh(spark, "v")
     assert row.mode == "INCREMENTAL"
     assert cost.jobs == 1
     assert _stages(spark, last_job_id(spark)) == 4
@@ -200,7 +203,7 @@ def test_a_patching_refresh_runs_three_jobs(spark: SparkSession, fact: str, quer
 
 
 def assert_patches_run_jobs(spark: SparkSession, query: str, jobs: int) -> None:
-    confs = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
+    confs = {STORAGE_PATCH_MIN_ROWS.key: "0", STORAGE_MAX_MASKED_SHARE.key: "1"}
     with session_confs(spark, confs):
         spark.sql(f"CREATE MATERIALIZED VIEW v AS {query}")
         for batch in range(2):
@@ -217,7 +220,7 @@ def assert_patches_run_jobs(spark: SparkSession, query: str, jobs: int) -> None:
 def test_an_insert_only_refresh_of_a_row_view_runs_two_jobs(spark: SparkSession, fact: str) -> None:
     """Stage ΔV (counting its deletions as it is written: none); append its copies to the
     touched buckets: no stored row is read and nothing is merged (a bag of rows)."""
-    confs = {STORAGE_PATCH_MIN_ROWS_CONF: "0", STORAGE_MAX_MASKED_SHARE_CONF: "1"}
+    confs = {STORAGE_PATCH_MIN_ROWS.key: "0", STORAGE_MAX_MASKED_SHARE.key: "1"}
     with session_confs(spark, confs):
         spark.sql("CREATE MATERIALIZED VIEW v AS SELECT k, v * 2 AS w FROM fact WHERE k < 5")
         spark.sql("INSERT INTO fact SELECT id, id % 10, id % 7 FROM range(1000, 1030)")

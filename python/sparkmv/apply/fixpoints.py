@@ -2,7 +2,7 @@
 
 Each fixpoint is a Z-set (the CTE's columns ``c0``, ``c1``, …, the level and the weight;
 consolidated when written whole, else the previous files hard-linked plus an appended file
-of ``ΔR``, until ``MAX_FILES``) written as parquet under the snapshot, in
+of ``ΔR``, until ``FIXPOINT_MAX_FILES``) written as parquet under the snapshot, in
 ``_sparkmv_fixpoints/<query>-<key>``: hidden from the view's data by its name, written
 before the commit that publishes the snapshot, so the view's rows and the fixpoint they were
 derived with are committed together (a crash before the commit leaves an unreferenced
@@ -22,13 +22,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from sparkmv import fs
 from sparkmv.analyze.ir import Node, Recursive, walk
+from sparkmv.config import FIXPOINT_MAX_FILES
 from sparkmv.delta.engine import DeltaEngine, Fixpoints, Version
 from sparkmv.jobs import job_step
 
 FIXPOINTS_DIR = "_sparkmv_fixpoints"
-MAX_FILES = 16
-"""A stored fixpoint of this many files is rewritten whole (consolidated) by the next
-refresh that changes it; below, the refresh appends its change (``_appended``)."""
 
 
 def recursive_nodes(root: Node | None) -> list[Recursive]:
@@ -86,7 +84,7 @@ def _appended(spark: SparkSession, fixpoints: Fixpoints, key: str, path: str) ->
     """Store ``R_new = R_old + ΔR`` as the files of ``R_old`` (hard links) and ``ΔR``
     appended: a Z-set need not be consolidated, and the refresh then writes ``O(|ΔR|)``
     rather than the whole fixpoint. False (nothing written) when there is no stored
-    fixpoint and change, or ``R_old`` already has ``MAX_FILES`` files: then the whole,
+    fixpoint and change, or ``R_old`` already has ``FIXPOINT_MAX_FILES`` files: then the whole,
     consolidated ``R_new`` is written (compaction)."""
     old, change = fixpoints.paths.get(key), fixpoints.changes.get(key)
     if old is None:
@@ -94,7 +92,7 @@ def _appended(spark: SparkSession, fixpoints: Fixpoints, key: str, path: str) ->
     files = [name for name in fs.list_names(spark, old) if name.endswith(".parquet")]
     if change is None:  # the fixpoint did not change: links only
         change = fixpoints.stored[key].limit(0)
-    elif len(files) >= MAX_FILES:
+    elif len(files) >= FIXPOINT_MAX_FILES.count(spark):
         return False
     for name in files:
         fs.link(spark, f"{old}/{name}", f"{path}/{name}")

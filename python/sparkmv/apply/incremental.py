@@ -19,7 +19,7 @@ footers. Order, each step safe to crash after (as for a full refresh, ``material
    those buckets into its mask;
 5. the caller commits the catalog view to the new snapshot (one metastore call).
 
-A small view (fewer stored rows than ``STORAGE_PATCH_MIN_ROWS_CONF``, whose every touched
+A small view (fewer stored rows than ``STORAGE_PATCH_MIN_ROWS``, whose every touched
 bucket would be rewritten whole anyway) skips the staging: one Spark job computes ΔV, merges
 it with every live stored row (``new = old ⊎ ΔV``; the buckets ΔV misses come out as they
 were) and writes the whole new snapshot. Staging would cost a second job, and the planning
@@ -30,9 +30,9 @@ buckets, no schema inference, no job to count anything.
 
 So a refresh writes about |ΔV| rows, not the touched buckets (merge-on-read). A touched bucket
 is *compacted* instead — rewritten whole from its live rows merged with ΔV, its mask dropped —
-when its mask would exceed ``STORAGE_MAX_MASKED_SHARE_CONF`` of its stored rows or it holds
-``MAX_FILES_PER_BUCKET`` files; and every touched bucket is rewritten whole while they hold
-fewer than ``STORAGE_PATCH_MIN_ROWS_CONF`` rows (a small view is cheaper rewritten than
+when its mask would exceed ``STORAGE_MAX_MASKED_SHARE`` of its stored rows or it holds
+``STORAGE_MAX_FILES_PER_BUCKET`` files; and every touched bucket is rewritten whole while they hold
+fewer than ``STORAGE_PATCH_MIN_ROWS`` rows (a small view is cheaper rewritten than
 patched: patching costs a few more Spark jobs).
 
 Readers keep reading the previous snapshot until the commit; its files are never changed.
@@ -50,7 +50,11 @@ from pyspark.sql import types as T
 
 from sparkmv import frames, fs
 from sparkmv.catalog.metadata import MvMetadata
-from sparkmv.config import STORAGE_MAX_MASKED_SHARE_CONF, STORAGE_PATCH_MIN_ROWS_CONF
+from sparkmv.config import (
+    STORAGE_MAX_FILES_PER_BUCKET,
+    STORAGE_MAX_MASKED_SHARE,
+    STORAGE_PATCH_MIN_ROWS,
+)
 from sparkmv.delta.relation import TempViews
 from sparkmv.identifiers import quote_identifier
 from sparkmv.jobs import buckets, job_step
@@ -70,16 +74,6 @@ from sparkmv.storage.snapshot import (
 )
 from sparkmv.storage.stored_columns import BUCKET_COLUMN
 from sparkmv.zset import WEIGHT
-
-DEFAULT_MAX_MASKED_SHARE = 0.25
-"""A touched bucket whose mask would hide more than this share of its stored rows is
-compacted: readers then skip at most about a quarter of what they read."""
-DEFAULT_PATCH_MIN_ROWS = 50_000
-"""Touched buckets holding fewer rows than this (estimated) are rewritten whole: patching
-them would cost more Spark jobs than writing them."""
-MAX_FILES_PER_BUCKET = 16
-"""A touched bucket with this many files is compacted (each patch adds one file)."""
-
 
 BucketFiles = dict[int, dict[str, int]]
 """A snapshot's data files: per bucket, each file's name and size in bytes."""
@@ -191,9 +185,9 @@ def relinked_snapshot(
 def _rewritten_in_one_pass(spark: SparkSession, view: MvMetadata) -> bool:
     """Whether the whole view is rewritten from one job that computes ΔV and merges it:
     when every bucket ΔV could touch would be rewritten whole anyway (fewer stored rows
-    than ``STORAGE_PATCH_MIN_ROWS_CONF``). Finding the touched buckets first would cost a
+    than ``STORAGE_PATCH_MIN_ROWS``). Finding the touched buckets first would cost a
     second job, and the planning of a second statement, for fewer rows written."""
-    return view.row_count + view.masked_rows < _patch_min_rows(spark)
+    return view.row_count + view.masked_rows < STORAGE_PATCH_MIN_ROWS.count(spark)
 
 
 def _rewrite_in_one_pass(
@@ -453,34 +447,26 @@ def _mask_hits(
 def _patching(spark: SparkSession, view: MvMetadata, touched: int) -> bool:
     """Whether the touched buckets are big enough to patch: about ``touched / buckets`` of
     the view's rows live in them."""
-    return view.row_count * touched >= _patch_min_rows(spark) * view.layout.buckets
-
-
-def _patch_min_rows(spark: SparkSession) -> int:
-    return int(spark.conf.get(STORAGE_PATCH_MIN_ROWS_CONF, "") or DEFAULT_PATCH_MIN_ROWS)
-
-
-def _max_masked_share(spark: SparkSession) -> float:
-    return float(spark.conf.get(STORAGE_MAX_MASKED_SHARE_CONF, "") or DEFAULT_MAX_MASKED_SHARE)
+    return view.row_count * touched >= STORAGE_PATCH_MIN_ROWS.count(spark) * view.layout.buckets
 
 
 def describe_storage_plan(spark: SparkSession, view: MvMetadata) -> str:
     """How ``apply_change`` will write the touched buckets of ``view`` (for EXPLAIN): what
     it decides from ΔV's buckets is stated as the rule, the rest as decided."""
-    minimum = _patch_min_rows(spark)
+    minimum = STORAGE_PATCH_MIN_ROWS.count(spark)
     if view.row_count < minimum:  # even touching every bucket, fewer than ``minimum`` rows
         return (
             f"Rewrite the touched buckets whole (the view holds {view.row_count}"
             f" row{'' if view.row_count == 1 else 's'}, fewer"
-            f" than {STORAGE_PATCH_MIN_ROWS_CONF} = {minimum})."
+            f" than {STORAGE_PATCH_MIN_ROWS.key} = {minimum})."
         )
-    share = _max_masked_share(spark)
+    share = STORAGE_MAX_MASKED_SHARE.value(spark)
     return (
         f"Patch the touched buckets when they hold about {minimum} rows or more (the view"
         f" holds {view.row_count} in {view.layout.buckets}), else rewrite them whole: append"
         f" each one's merged rows as a file and mask the rows they replace ({view.masked_rows}"
         f" masked now); compact a bucket instead when its mask would pass {share:.0%} of its"
-        f" rows or it holds {MAX_FILES_PER_BUCKET} files."
+        f" rows or it holds {STORAGE_MAX_FILES_PER_BUCKET.count(spark)} files."
     )
 
 
@@ -514,16 +500,17 @@ def _to_compact(
     mask: StoredMask,
     files: BucketFiles,
 ) -> frozenset[int]:
-    """The touched buckets to rewrite whole: those with ``MAX_FILES_PER_BUCKET`` files, and
+    """The touched buckets to rewrite whole: those with ``STORAGE_MAX_FILES_PER_BUCKET`` files, and
     those whose mask (what it hides now, plus about one row per change row there) would
-    pass ``STORAGE_MAX_MASKED_SHARE_CONF`` of their stored rows. A bucket's stored rows are
+    pass ``STORAGE_MAX_MASKED_SHARE`` of their stored rows. A bucket's stored rows are
     estimated as an even share of the view's; its mask's rows are counted (``StoredMask``)."""
-    share = _max_masked_share(spark)
+    share = STORAGE_MAX_MASKED_SHARE.value(spark)
+    max_files = STORAGE_MAX_FILES_PER_BUCKET.count(spark)
     per_bucket = (view.row_count + view.masked_rows) / view.layout.buckets
     return frozenset(
         bucket
         for bucket, rows in changed.items()
-        if len(files.get(bucket, ())) >= MAX_FILES_PER_BUCKET
+        if len(files.get(bucket, ())) >= max_files
         or mask.rows.get(bucket, 0) + rows > share * per_bucket
     )
 

@@ -35,18 +35,13 @@ from sparkmv.capture.source import VersionedChanges
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import LogPosition, MvMetadata
 from sparkmv.catalog.views import CatalogEntry, ViewCatalog
-from sparkmv.config import LOG_DIR_NAME
+from sparkmv.config import LOG_DIR_NAME, TABLE_SINGLE_TASK_BYTES
 from sparkmv.fs import FileStatus
 from sparkmv.identifiers import TableName
 from sparkmv.storage.snapshot import view_text
 
 TRACKABLE_PROVIDERS = frozenset({"parquet"})
 TRACKING_KEYS = (keys.TRACKING_LOG, keys.TRACKING_DEPENDENTS)
-ONE_TASK_MAX_BYTES = 4 * 1024 * 1024
-"""A base table whose files hold at most this many bytes is read by one task: Spark gives
-each file a task of its own when they are this small (its default cost of opening a file,
-``spark.sql.files.openCostInBytes``, is 4 MiB), and a join of many small tables broadcasts
-each of them in a job of its own, whose tasks then cost more than the reading."""
 
 
 @dataclass(frozen=True)
@@ -92,9 +87,11 @@ class BaseTable:
         """The table's rows at ``version``: its files as listed (a changelog's table: as
         of that version), so a write that commits while the command runs is not half-read
         (that write belongs to a later version). A small table is read by one task
-        (``ONE_TASK_MAX_BYTES``). A materialized view is read at the snapshot its log vouches
-        for at ``version`` (snapshots are immutable, so a refresh of it committing meanwhile
-        is not seen either)."""
+        (``TABLE_SINGLE_TASK_BYTES``: Spark gives each file a task of its own when they are
+        this small, and a join of many small tables broadcasts each of them in a job of its
+        own, whose tasks then cost more than the reading). A materialized view is read at
+        the snapshot its log vouches for at ``version`` (snapshots are immutable, so a
+        refresh of it committing meanwhile is not seen either)."""
         if self.changelog is not None:
             return self.changelog.rows()
         if self.log is None or self.files is None:
@@ -104,7 +101,7 @@ class BaseTable:
             return spark.sql(view_text(upstream))
         files = self.files.files
         rows = self.log.read_files([FileRef.of(file) for file in files])
-        if len(files) > 1 and sum(file.size for file in files) <= ONE_TASK_MAX_BYTES:
+        if len(files) > 1 and sum(f.size for f in files) <= TABLE_SINGLE_TASK_BYTES.count(spark):
             rows = rows.coalesce(1)
         return rows
 

@@ -28,7 +28,6 @@ from sparkmv.catalog.modes import RefreshPolicy, RefreshTrigger
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.dependencies import check_no_cycle
 from sparkmv.commands.on_commit import check_immediate, mark_immediate
-from sparkmv.config import STORAGE_BUCKETS_CONF
 from sparkmv.delta.engine import BaseState, Version
 from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
@@ -37,7 +36,7 @@ from sparkmv.identifiers import TableName
 from sparkmv.jobs import job_step
 from sparkmv.parse.statements import ColumnSpec, CreateStatement
 from sparkmv.plan.aggregate_view import compiled_types_json
-from sparkmv.plan.refresh_plan import check_policy, storage_layout
+from sparkmv.plan.refresh_plan import bucket_count, check_policy, storage_layout
 from sparkmv.plan.view_delta import maintainability_of, schemas_key, stored_rows
 from sparkmv.storage import snapshot
 
@@ -149,8 +148,8 @@ def execute_create(
                 context.stop_tracking(plan.name, plan.query.base_tables)
             raise
         mark_immediate(bases, plan.name, True)  # before the commit: the catalog decides
-    buckets = int(context.spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
-    layout = storage_layout(plan.policy, plan.maintainability, bases, buckets)
+    buckets = bucket_count(context.spark, bases)
+    layout = storage_layout(plan.policy, plan.maintainability, buckets)
     data = plan.data
     derived = derive(bases, layout) if derive is not None else None
     if derived is not None:

@@ -35,7 +35,7 @@ from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.modes import RefreshMode, RefreshTrigger
 from sparkmv.catalog.views import RefreshFacts
 from sparkmv.commands.context import CommandContext, Rows
-from sparkmv.config import INCREMENTAL_REFRESH_CONF, STORAGE_BUCKETS_CONF, session_conf
+from sparkmv.config import CHANGE_SINGLE_TASK_BYTES, INCREMENTAL_REFRESH_CONF, session_conf
 from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows
 from sparkmv.delta.recursive import LevelLimitInChangeError, MissingFixpointError
 from sparkmv.delta.rules import delta_engine
@@ -53,6 +53,7 @@ from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
     ViewQuery,
+    bucket_count,
     plan_refresh,
     storage_layout,
 )
@@ -243,8 +244,8 @@ def refresh_fully(
     committed metadata."""
     spark = context.spark
     assert plan.query is not None
-    buckets = int(spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
-    layout = storage_layout(consumed.policy, plan.query.maintainability, bases, buckets)
+    buckets = bucket_count(spark, bases)
+    layout = storage_layout(consumed.policy, plan.query.maintainability, buckets)
     measured = consumed.with_changes(stats=consumed.stats.planned(plan.model_ms))
     state = None
     if layout.buckets:  # a DataFrame keeps the plans of the engine's temporary views
@@ -263,15 +264,6 @@ def refresh_fully(
         )
 
 
-SINGLE_TASK_CHANGE_BYTES = 8 * 1024 * 1024
-"""A base table's change whose logged files hold at most this many bytes is read as one
-partition: consolidating it, and the aggregates and broadcast joins above it, then need no
-shuffle (one partition satisfies any clustering), so the statement that computes ΔV runs
-without the stages those shuffles cost, each a scheduling round of its own. A larger change
-is read in parallel; a join with a table it does not broadcast shuffles both sides either
-way (one partition is not a partitioning the other side can adopt)."""
-
-
 def base_states(
     spark: SparkSession,
     bases: list[BaseTable],
@@ -285,6 +277,7 @@ def base_states(
     (the engine sees no table changed)."""
     consumed = {table.name: table for table in changed}
     sizes = table_bytes(bases)
+    single_task = CHANGE_SINGLE_TASK_BYTES.count(spark) if changed else 0
     summed = sums_its_change(root)  # then no table's change need be consolidated
     states = {}
     for base in bases:
@@ -294,7 +287,7 @@ def base_states(
         if table is not None and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.source.row_changes(table.consumed_version, base.version, read)
-            if table.logged_bytes is not None and table.logged_bytes <= SINGLE_TASK_CHANGE_BYTES:
+            if table.logged_bytes is not None and table.logged_bytes <= single_task:
                 logged = logged.coalesce(1)
             as_logged = summed or base.source.inserts_only(
                 table.consumed_version, base.version, read

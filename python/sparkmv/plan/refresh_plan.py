@@ -41,6 +41,7 @@ from sparkmv.analyze.relational import read_columns
 from sparkmv.capture.tracking import BaseTable, schemas
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.modes import RefreshMode, RefreshPolicy
+from sparkmv.config import STORAGE_BUCKET_BYTES, STORAGE_BUCKETS_CONF, STORAGE_MAX_BUCKETS
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.identifiers import TableName
 from sparkmv.plan.aggregate_view import aggregate_view
@@ -59,12 +60,6 @@ from sparkmv.plan.view_delta import checked_maintainability, maintainability_of,
 
 NO_CHANGE = "no base table changed since the last refresh"
 MAINTAINABLE = "the query is incrementally maintainable"
-
-TARGET_BUCKET_BYTES = 32 * 1024 * 1024
-"""Base-table bytes per storage bucket: a 10M-row fact table gets about 7 buckets. A refresh
-patches the buckets it touches (``apply/incremental.py``) at a cost that follows its change,
-not their size, while every touched bucket costs a file: fewer, larger buckets."""
-MAX_BUCKETS = 256
 
 
 @dataclass(frozen=True)
@@ -285,7 +280,7 @@ def incremental_obstacle(
         if obstacle:
             return obstacle
     if not view.layout.buckets or view.layout != storage_layout(
-        RefreshPolicy.AUTO, maintainability, bases, view.layout.buckets
+        RefreshPolicy.AUTO, maintainability, view.layout.buckets
     ):
         return "the view's storage is laid out for full refreshes only; this one rewrites it"
     return ""
@@ -321,21 +316,29 @@ def change_source(base: BaseTable) -> str:
     return f"none (not tracked: {base.problem})"
 
 
+def bucket_count(spark: SparkSession, bases: list[BaseTable]) -> int:
+    """The hash buckets a full refresh lays a maintainable view out in: ``STORAGE_BUCKETS_CONF``
+    when set, else sized from the base tables' bytes (``STORAGE_BUCKET_BYTES`` each, at most
+    ``STORAGE_MAX_BUCKETS``)."""
+    configured = int(spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
+    if configured > 0:
+        return configured
+    sized = math.ceil(base_bytes(bases) / STORAGE_BUCKET_BYTES.count(spark))
+    return min(STORAGE_MAX_BUCKETS.count(spark), max(1, sized))
+
+
 def storage_layout(
-    policy: RefreshPolicy, maintainability: Maintainability, bases: list[BaseTable], buckets: int
+    policy: RefreshPolicy, maintainability: Maintainability, buckets: int
 ) -> StorageLayout:
-    """The layout a full refresh writes: bucketed (and counted for a DISTINCT view) when the
-    view may be maintained incrementally, plain otherwise. ``buckets`` > 0 is the configured
-    bucket count; 0 sizes the buckets from the base tables' bytes (``TARGET_BUCKET_BYTES``).
-    Under AUTO it is bucketed whichever mode a refresh takes, so a full refresh the cost model
-    chose leaves the view ready for incremental ones."""
+    """The layout a full refresh writes: bucketed (``buckets`` of them, ``bucket_count``;
+    counted for a DISTINCT view) when the view may be maintained incrementally, plain
+    otherwise. Under AUTO it is bucketed whichever mode a refresh takes, so a full refresh
+    the cost model chose leaves the view ready for incremental ones."""
     if not maintainability.incremental or policy is RefreshPolicy.FULL:
         return PLAIN
     grouped = aggregate_view(maintainability.root)
     if grouped is not None and not grouped.aggregate.keys:
         buckets = 1  # a global aggregate is one row
-    if buckets <= 0:
-        buckets = min(MAX_BUCKETS, max(1, math.ceil(base_bytes(bases) / TARGET_BUCKET_BYTES)))
     return StorageLayout(
         counted=maintainability.counted,
         buckets=buckets,
