@@ -175,6 +175,15 @@ class Threshold:
         return int(self.value(spark))
 
 
+HOT_INPUT_MAX_BYTES = Threshold("spark.sparkmv.refresh.hotInputMaxBytes", 256 * 1024 * 1024)
+"""An unchanged base table that an incremental refresh reads, whose files hold at most this
+many bytes, is kept in Spark's cache (executor memory, spilling to disk) for the next
+refreshes while it stays at that version (``apply/hot_inputs.py``); 0: none is kept."""
+
+HOT_INPUT_MAX_TABLES = Threshold("spark.sparkmv.refresh.hotInputMaxTables", 16)
+"""The most base tables kept in Spark's cache at once (the least recently read goes first):
+every cached plan is matched against each query Spark plans."""
+
 STORAGE_PATCH_MIN_ROWS = Threshold("spark.sparkmv.storage.patchMinRows", 50_000)
 """An incremental refresh patches the buckets it touches (appends the merged rows, masks the
 ones they replace) when those buckets hold at least this many of the view's rows, and

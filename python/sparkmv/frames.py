@@ -115,6 +115,12 @@ def schema(frame: DataFrame) -> T.StructType:
     return parsed
 
 
+def cached_bytes(frame: DataFrame) -> int:
+    """The bytes ``frame``'s cached column batches take, in memory or spilled to disk, as far
+    as an action has computed them (0: not cached)."""
+    return int(bridge(frame.sparkSession).cachedBytes(frame._jdf))
+
+
 def deterministic(frame: DataFrame) -> bool:
     """Whether ``frame``'s analyzed plan is deterministic."""
     return bool(bridge(frame.sparkSession).deterministic(frame._jdf))

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
+from sparkmv.apply.hot_inputs import hot_inputs
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
@@ -15,6 +16,7 @@ from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.dependencies import downstream_views
 from sparkmv.errors import SparkMvError
 from sparkmv.parse.statements import DescribeStatement
+from sparkmv.plan.cost import size
 from sparkmv.plan.refresh_plan import changed_tables, log_obstacle, plan_refresh
 
 RESULT_SCHEMA = "col_name STRING, data_type STRING, comment STRING"
@@ -38,6 +40,7 @@ def run(context: CommandContext, statement: DescribeStatement) -> Rows:
         )
         rows.extend((key, value, "") for key, value in view_graph(context, view, bases))
         rows.extend((key, value, "") for key, value in change_logs(view, bases))
+        rows.extend((key, value, "") for key, value in cached_inputs(context, view))
         rows.extend((key, value, "") for key, value in next_refresh(context.spark, view, bases))
     return rows
 
@@ -86,6 +89,16 @@ def change_logs(view: MvMetadata, bases: list[BaseTable]) -> list[tuple[str, str
             )
         )
     return rows
+
+
+def cached_inputs(context: CommandContext, view: MvMetadata) -> list[tuple[str, str]]:
+    """The base tables of the view that Spark's cache holds for its refreshes, with the
+    bytes their cached batches take (``apply/hot_inputs.py``); none when it holds none."""
+    cached = hot_inputs(context.spark).cached(set(view.base_tables))
+    if not cached:
+        return []
+    listed = ", ".join(f"{key.table} at version {key.version}: {size(n)}" for key, n in cached)
+    return [("Cached Inputs", listed)]
 
 
 def next_refresh(

@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 
 from sparkmv.analyze.relational import Node, read_columns
 from sparkmv.apply.fixpoints import fixpoint_writer, query_hash, recursive_nodes, stored_fixpoints
+from sparkmv.apply.hot_inputs import hot_inputs, keeps
 from sparkmv.apply.incremental import ChangeDoesNotFitError
 from sparkmv.apply.materialize import (
     ChangeRecorder,
@@ -35,7 +36,12 @@ from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.modes import RefreshMode, RefreshTrigger
 from sparkmv.catalog.views import RefreshFacts
 from sparkmv.commands.context import CommandContext, Rows
-from sparkmv.config import CHANGE_SINGLE_TASK_BYTES, INCREMENTAL_REFRESH_CONF, session_conf
+from sparkmv.config import (
+    CHANGE_SINGLE_TASK_BYTES,
+    HOT_INPUT_MAX_BYTES,
+    INCREMENTAL_REFRESH_CONF,
+    session_conf,
+)
 from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows
 from sparkmv.delta.recursive import LevelLimitInChangeError, MissingFixpointError
 from sparkmv.delta.rules import delta_engine
@@ -273,17 +279,25 @@ def base_states(
 ) -> DeltaEngine:
     """The delta engine over the base tables as this refresh reads them, with the net
     changes of the ``changed`` ones since the view's last refresh (the columns ``root``
-    never reads NULL in them). Not ``consolidated``: their logged rows only, no change yet
+    never reads NULL in them), and the unchanged ones read through Spark's cache
+    (``apply/hot_inputs.py``). Not ``consolidated``: their logged rows only, no change yet
     (the engine sees no table changed)."""
     consumed = {table.name: table for table in changed}
     sizes = table_bytes(bases)
     single_task = CHANGE_SINGLE_TASK_BYTES.count(spark) if changed else 0
+    hot_max = HOT_INPUT_MAX_BYTES.count(spark) if changed and root is not None else 0
     summed = sums_its_change(root)  # then no table's change need be consolidated
     states = {}
     for base in bases:
         size = sizes.get(base.name, 0)
-        state = BaseState(LazyRows(partial(base.rows, spark)), bytes=size)
         table = consumed.get(base.name)
+        if table is not None:
+            hot_inputs(spark).changed(base)
+        rows = partial(base.rows, spark)
+        if table is None and root is not None and keeps(base, size, hot_max):
+            kept = read_columns(root).get(base.name, set())
+            rows = partial(hot_inputs(spark).rows, spark, base, kept, rows)
+        state = BaseState(LazyRows(rows), bytes=size)
         if table is not None and base.source is not None:
             read = None if root is None else read_columns(root).get(base.name, set())
             logged = base.source.row_changes(table.consumed_version, base.version, read)

@@ -41,7 +41,10 @@ KeyedColumns = tuple[str, tuple[str, ...]]
 """A base table and some of its columns."""
 KeyProof = Callable[[KeyedColumns, KeyedColumns], bool]
 """Whether, at every key of the second table's change (on its columns), the first table's rows
-(equal on its columns) are none before the change or none after it (``plan/join_keys.py``)."""
+(equal on its columns) are none before the change or none after it. A refresh passes none
+today: the driver's proofs from decoded key columns were removed (issue 53), and the proofs
+from metadata (a captured statement's predicate, declared keys, key summaries logged by the
+capturing job, footer statistics) plug in here."""
 
 
 class Version(Enum):

@@ -49,8 +49,8 @@ instead of twice, Q5's once instead of three times.
 
 An input a term's change reaches only through its own change is not scanned either. In the
 term of ``ΔR_i``, another input ``R_j`` equated to ``R_i`` by conjuncts ``R_j.a = R_i.b`` is
-read at the keys ``π_b(ΔR_i)`` only; where the driver proves that no row of ``R_j`` at those
-keys outlived the change (``plan/join_keys.py``: ``R_j,new[k] = ΔR_j⁺[k]``, so ``R_j,old[k] =
+read at the keys ``π_b(ΔR_i)`` only; where the engine's ``KeyProof`` proves that no row of
+``R_j`` at those keys outlived the change (``R_j,new[k] = ΔR_j⁺[k]``, so ``R_j,old[k] =
 ΔR_j⁻[k]``), the term reads ``ΔR_j⁺`` for ``R_j,new`` and ``ΔR_j⁻`` for ``R_j,old``
 (``term_input``). After TPC-H's RF1/RF2, ``Δ(O ⋈ L) = ΔO ⋈ Δ⁻L + Δ⁺O ⋈ ΔL``: no scan of
 ``orders`` or ``lineitem``.

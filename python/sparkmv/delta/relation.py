@@ -53,7 +53,10 @@ class TempViews:
     def drop(self) -> None:
         if not self._names:
             return
-        catalog: Any = self.spark._jsparkSession.catalog()  # PySpark's costs more round trips
+        # The session catalog's drop, not ``spark.catalog``'s: that one also uncaches the
+        # view's plan, which is a cached input's (``apply/hot_inputs.py``) when the view is
+        # over one; none of these views is cached itself. PySpark's costs more round trips.
+        catalog: Any = self.spark._jsparkSession.sessionState().catalog()
         for _, name in self._names.values():
             catalog.dropTempView(name)
         self._names.clear()

@@ -103,6 +103,9 @@ object FrameBridge {
       if (row == null || row.length == 0) "{}" else row.json
     }
 
+  /** The bytes `frame`'s cached column batches take (0: not cached, or not computed yet). */
+  def cachedBytes(frame: DataFrame): Long = SparkInternals.cachedBytes(frame)
+
   /** `frame`'s schema as JSON. */
   def schemaJson(frame: DataFrame): String = frame.schema.json
 

@@ -44,6 +44,22 @@ object SparkInternals {
     classic.Dataset.ofRows(session, Filter(InSet(tested, values), dataset.logicalPlan))
   }
 
+  /**
+   * The bytes of `frame`'s cached column batches, as far as they are computed (0 when it is
+   * not cached, or no action has read it yet).
+   */
+  def cachedBytes(frame: DataFrame): Long = {
+    val dataset = classicOf(frame)
+    val session = dataset.sparkSession
+    session.sharedState.cacheManager.lookupCachedData(dataset) match {
+      case Some(data) =>
+        // The blocks of its column batches, as the block manager reports them.
+        val id = data.cachedRepresentation.cacheBuilder.cachedColumnBuffers.id
+        session.sparkContext.getRDDStorageInfo.filter(_.id == id).map(i => i.memSize + i.diskSize).sum
+      case None => 0L
+    }
+  }
+
   /** The metrics row of `observation` once its action finished (waits for it). */
   def observedRow(observation: Observation): Row = observation.getRow
 
