@@ -50,6 +50,8 @@ FILE_INDEX = re.compile(
 )
 """A scan's location list, which Spark cuts at ``spark.sql.maxMetadataStringLength``
 characters, so that how much of it shows depends on the length of the warehouse path."""
+CACHED_BYTES = re.compile(r": \d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB)(?=;|\t|$)", re.M)
+"""The bytes a cached input's blocks take (DESCRIBE EXTENDED's ``Cached Inputs``)."""
 SNAPSHOT_NAME = re.compile(r"snapshot-\d+-[0-9a-f]+")
 FILE_URI = re.compile(r"file:/[^\s,;\]\)\}'\"`]*")
 EXPRESSION_ID = re.compile(r"#\d+")
@@ -194,6 +196,7 @@ def normaliser(spark: SparkSession) -> Callable[[str], str]:
         text = SNAPSHOT_NAME.sub("snapshot-[id]", text)
         text = TIMESTAMP.sub("[timestamp]", text)
         text = EXPRESSION_ID.sub("#x", text)
+        text = CACHED_BYTES.sub(": [size]", text)
         return PLAN_ID.sub("plan_id=x", text)
 
     return normalise

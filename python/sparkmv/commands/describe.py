@@ -97,7 +97,10 @@ def cached_inputs(context: CommandContext, view: MvMetadata) -> list[tuple[str, 
     cached = hot_inputs(context.spark).cached(set(view.base_tables))
     if not cached:
         return []
-    listed = ", ".join(f"{key.table} at version {key.version}: {size(n)}" for key, n in cached)
+    listed = "; ".join(
+        f"{key.table} at version {key.version} ({', '.join(key.read)}): {size(n)}"
+        for key, n in cached
+    )
     return [("Cached Inputs", listed)]
 
 
