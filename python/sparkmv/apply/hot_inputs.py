@@ -19,6 +19,7 @@ per join key) can be kept the same way, under a key that names what they are der
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,11 +51,13 @@ class HotInputKey:
 
 
 class HotInputs:
-    """The cached inputs of one Spark context, least recently read first."""
+    """The cached inputs of one Spark context, least recently read first. Refreshes of
+    several views may run at once (``sparkmv server``): the entries change under a lock."""
 
     def __init__(self, context: Any) -> None:
         self.context = context  # the JavaSparkContext whose executors hold the blocks
         self._frames: OrderedDict[HotInputKey, DataFrame] = OrderedDict()
+        self._lock = threading.RLock()
 
     def rows(
         self,
@@ -71,11 +74,12 @@ class HotInputs:
         wanted = {name.lower() for name in read}
         kept = tuple(sorted(name for name in names if name.lower() in wanted))
         key = HotInputKey(base.name, source.identity, base.version, kept)
-        found = self._frames.get(key)
-        if found is not None:
-            self._frames.move_to_end(key)
-            return found
-        self._drop(key.outdates)
+        with self._lock:
+            found = self._frames.get(key)
+            if found is not None:
+                self._frames.move_to_end(key)
+                return found
+            self._drop(key.outdates)
         items = [
             quote_identifier(name)
             if name.lower() in wanted
@@ -83,10 +87,15 @@ class HotInputs:
             for name in names
         ]
         frame = frames.select(scanned(), items).persist(StorageLevel.MEMORY_AND_DISK)
-        self._frames[key] = frame
-        while len(self._frames) > max(HOT_INPUT_MAX_TABLES.count(spark), 0):
-            _, oldest = self._frames.popitem(last=False)
-            oldest.unpersist()
+        limit = max(HOT_INPUT_MAX_TABLES.count(spark), 0)
+        with self._lock:
+            previous = self._frames.pop(key, None)  # another thread's, made meanwhile
+            if previous is not None:
+                previous.unpersist()
+            self._frames[key] = frame
+            while len(self._frames) > limit:
+                _, oldest = self._frames.popitem(last=False)
+                oldest.unpersist()
         return frame
 
     def changed(self, base: BaseTable) -> None:
@@ -99,18 +108,17 @@ class HotInputs:
 
     def cached(self, tables: set[str]) -> list[tuple[HotInputKey, int]]:
         """The entries of ``tables`` with the bytes their cached batches take so far."""
-        return [
-            (key, frames.cached_bytes(frame))
-            for key, frame in self._frames.items()
-            if key.table in tables
-        ]
+        with self._lock:
+            entries = [(key, frame) for key, frame in self._frames.items() if key.table in tables]
+        return [(key, frames.cached_bytes(frame)) for key, frame in entries]
 
     def clear(self) -> None:
         self._drop(lambda _: True)
 
     def _drop(self, stale: Callable[[HotInputKey], bool]) -> None:
-        for key in [key for key in self._frames if stale(key)]:
-            self._frames.pop(key).unpersist()
+        with self._lock:
+            for key in [key for key in self._frames if stale(key)]:
+                self._frames.pop(key).unpersist()
 
 
 _by_context: list[HotInputs] = []  # at most one: the current Spark context's
