@@ -21,7 +21,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
 from sparkmv.config import FS_BRIDGE_CLASS
@@ -214,18 +213,9 @@ def statuses(listed: str) -> list[FileStatus]:
 
 def parquet_row_counts(spark: SparkSession, directory: str) -> dict[str, int]:
     """The row count of each parquet data file under ``directory`` (by path, as
-    ``data_files`` lists it), read from the files' footers: no Spark job. On a local file
-    system the driver reads the footers itself (a tenth of a millisecond each, against a
-    few through Hadoop's reader)."""
-    if os_path(spark, directory) is not None:
-        counts: dict[str, int] = {}
-        for status in data_files(spark, directory):
-            local = os_path(spark, status.path)
-            if local is None:
-                break
-            counts[status.path] = pq.read_metadata(local).num_rows
-        else:
-            return counts
+    ``data_files`` lists it), read from the files' footers in the JVM through Hadoop's
+    ``FileSystem`` (``FsBridge.parquetRowCounts``, one round trip): no Spark job, and the
+    same path on every file system."""
     hadoop = _hadoop(spark)
     joined = str(hadoop.bridge.parquetRowCounts(hadoop.configuration, directory))
     if not joined:
