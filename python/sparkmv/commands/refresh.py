@@ -287,19 +287,20 @@ def base_states(
     single_task = CHANGE_SINGLE_TASK_BYTES.count(spark) if changed else 0
     hot_max = HOT_INPUT_MAX_BYTES.count(spark) if changed and root is not None else 0
     summed = sums_its_change(root)  # then no table's change need be consolidated
+    reads = read_columns(root) if root is not None else None
+    cache = hot_inputs(spark)
     states = {}
     for base in bases:
         size = sizes.get(base.name, 0)
         table = consumed.get(base.name)
         if table is not None:
-            hot_inputs(spark).changed(base)
+            cache.changed(base)
         rows = partial(base.rows, spark)
-        if table is None and root is not None and keeps(base, size, hot_max):
-            kept = read_columns(root).get(base.name, set())
-            rows = partial(hot_inputs(spark).rows, spark, base, kept, rows)
+        if table is None and reads is not None and keeps(base, size, hot_max):
+            rows = partial(cache.rows, spark, base, reads.get(base.name, set()), rows)
         state = BaseState(LazyRows(rows), bytes=size)
         if table is not None and base.source is not None:
-            read = None if root is None else read_columns(root).get(base.name, set())
+            read = None if reads is None else reads.get(base.name, set())
             logged = base.source.row_changes(table.consumed_version, base.version, read)
             if table.logged_bytes is not None and table.logged_bytes <= single_task:
                 logged = logged.coalesce(1)
