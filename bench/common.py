@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import gc
 import statistics
+import sys
 import tempfile
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import sparkmv
@@ -28,19 +30,38 @@ from py4j import clientserver, java_gateway
 from pyspark.sql import Row, SparkSession
 
 LISTENER_WAIT_MS = 10_000  # job events reach the status store through Spark's listener bus
+TESTS_DIR = Path(__file__).resolve().parent.parent / "tests"
 SETTLE_TIMEOUT_S = 10.0  # at most this long waiting for py4j's pending object releases
 
 
 def bench_session(warehouse: str) -> SparkSession:
-    """The one local session a benchmark run uses (2 cores: 2 shuffle partitions)."""
-    return sparkmv.session(
-        warehouse,
-        **{
-            "spark.sql.shuffle.partitions": "2",
-            "spark.default.parallelism": "2",
-            "spark.driver.memory": "4g",
-        },
-    )
+    """The one local session a benchmark run uses (2 cores: 2 shuffle partitions).
+
+    With ``SPARKMV_TEST_FS=objstore`` the warehouse is on the tests' object-store file system
+    (``tests/object_store.py``: no hard links, rename by copy, no append, and no shortcut of
+    the local file system at the driver): where users' tables live (S3, ABFS, GCS)."""
+    conf = {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": "4g",
+        **object_store_conf(Path(warehouse)),
+    }
+    spark = sparkmv.session(warehouse, **conf)
+    print(f"warehouse: {spark.conf.get('spark.sql.warehouse.dir')}")
+    return spark
+
+
+def object_store_conf(warehouse: Path) -> dict[str, str]:
+    """The session conf putting ``warehouse`` on the object store when the run asks for it
+    (``SPARKMV_TEST_FS=objstore``), else none."""
+    sys.path.insert(0, str(TESTS_DIR))
+    import object_store
+    import versioned_catalog
+
+    if not object_store.enabled():
+        return {}
+    warehouse.mkdir(parents=True, exist_ok=True)
+    return {**versioned_catalog.session_conf(), **object_store.warehouse_conf(warehouse)}
 
 
 def bench_database(name: str) -> SparkSession:

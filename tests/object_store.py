@@ -9,8 +9,7 @@ shared session's (``conftest.spark``) and, through ``run_child``, the child proc
 (``conftest.run_crash_step``). A local warehouse directory ``W`` becomes the bucket
 ``objstore://W.name/`` of the root ``W.parent``, so its files are where a test of the local
 file system looks for them, while every access by Spark and sparkmv goes through the store's
-semantics (``sparkmv.fs.os_path`` is None for ``objstore:`` paths: no shortcut of the local
-file system applies). The Derby catalog stays a local directory under ``W``.
+semantics. The Derby catalog stays a local directory under ``W``.
 ``tests/test_object_store.py`` runs a sample of the suite that way.
 """
 

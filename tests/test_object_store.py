@@ -78,7 +78,6 @@ def test_the_store_has_no_atomic_rename_no_append_and_a_conditional_put(
     assert fs.list_names(spark, f"{base}/b") == ["one", "two"]
     assert not fs.exists(spark, f"{base}/a")
     assert fs.read_text(spark, f"{base}/b/one") == "1"
-    assert fs.os_path(spark, f"{base}/b/one") is None  # no local shortcut applies
 
 
 def bucket(spark: SparkSession, **conf: str) -> str:

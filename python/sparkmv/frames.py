@@ -107,6 +107,20 @@ def where_in(frame: DataFrame, expression: str, values: Sequence[int]) -> DataFr
     return DataFrame(bridge(spark).whereIn(frame._jdf, expression, json.dumps(list(values))), spark)
 
 
+def repartition(frame: DataFrame, columns: Sequence[str]) -> DataFrame:
+    """``frame.repartition(*columns)`` (hash-partitioned by those columns)."""
+    spark = frame.sparkSession
+    return DataFrame(bridge(spark).repartition(frame._jdf, json.dumps(list(columns))), spark)
+
+
+def drop_temp_views(spark: SparkSession, names: Sequence[str]) -> None:
+    """Drop the temporary views ``names`` through the session catalog: PySpark's
+    ``spark.catalog.dropTempView`` also uncaches each view's plan, which may be a cached
+    input's (``apply/hot_inputs.py``)."""
+    session: Any = spark._jsparkSession
+    bridge(spark).dropTempViews(session, json.dumps(list(names)))
+
+
 def schema(frame: DataFrame) -> T.StructType:
     """``frame.schema``, in one round trip (PySpark's costs three the first time it is asked
     of a DataFrame, then none: prefer it for a DataFrame whose schema is asked again)."""

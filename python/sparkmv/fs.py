@@ -1,21 +1,18 @@
 """File-system calls through Hadoop's FileSystem on the JVM, so any warehouse URI works.
 
-On the local file system (a ``file:`` path) the simple calls — exists, list, read, remove,
-publish, link — are made here, by the operating system, with Hadoop's conventions (its
-checksum files ``.name.crc`` are not listed and go with their file): through Hadoop each
-costs the driver a few py4j round trips, and a refresh makes dozens.
+One path on every file system: each call is one py4j round trip to ``FsBridge`` (a listing,
+a read, a batch of links or removals), which does the file system's own thing there (a hard
+link on a local disk, a copy on an object store; a conditional put as a commit point where
+there is no atomic rename). The driver never opens a file itself, so what a refresh costs on
+a local disk is what it costs on S3 or HDFS, less the store's latency.
 """
 
 from __future__ import annotations
 
 import atexit
-import contextlib
 import logging
-import os
-import shutil
 import threading
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,7 +34,6 @@ class _Hadoop:
     context: Any  # the JavaSparkContext the handles belong to
     configuration: Any
     path: Any  # org.apache.hadoop.fs.Path
-    file_util: Any  # org.apache.hadoop.fs.FileUtil
     bridge: Any  # io.sparkmv.fs.FsBridge: listings and reads in one round trip each
     # What ``qualified`` answered, by path: the file system and its working directory that
     # qualification depends on are fixed once Hadoop has made them (it caches them).
@@ -57,7 +53,6 @@ def _hadoop(spark: SparkSession) -> _Hadoop:
         context,
         context.hadoopConfiguration(),
         jvm.org.apache.hadoop.fs.Path,
-        jvm.org.apache.hadoop.fs.FileUtil,
         helper(spark, FS_BRIDGE_CLASS),
     )
     _hadoop_handles[:] = [handles]
@@ -98,11 +93,8 @@ def warehouse_path(spark: SparkSession, *parts: str) -> str:
 
 
 def exists(spark: SparkSession, path: str) -> bool:
-    local = os_path(spark, path)
-    if local is not None:
-        return os.path.exists(local)
-    fs, hadoop_path = filesystem(spark, path)
-    return bool(fs.exists(hadoop_path))
+    hadoop = _hadoop(spark)
+    return bool(hadoop.bridge.exists(hadoop.configuration, path))
 
 
 _NUL = "\u0000"
@@ -111,12 +103,6 @@ _NUL = "\u0000"
 
 def list_names(spark: SparkSession, directory: str) -> list[str]:
     """Names of the entries of ``directory`` (none if it does not exist)."""
-    local = os_path(spark, directory)
-    if local is not None:
-        try:
-            return sorted(name for name in os.listdir(local) if not _is_checksum(name))
-        except (FileNotFoundError, NotADirectoryError):
-            return [os.path.basename(local)] if os.path.isfile(local) else []
     hadoop = _hadoop(spark)
     joined = str(hadoop.bridge.listNames(hadoop.configuration, directory))
     return sorted(name for name in joined.split(_NUL) if name)
@@ -124,24 +110,18 @@ def list_names(spark: SparkSession, directory: str) -> list[str]:
 
 def remove(spark: SparkSession, path: str) -> None:
     """Delete ``path`` recursively, if present."""
-    local = os_path(spark, path)
-    if local is None:
-        fs, hadoop_path = filesystem(spark, path)
-        fs.delete(hadoop_path, True)
-    elif os.path.isdir(local) and not os.path.islink(local):
-        shutil.rmtree(local, ignore_errors=True)
-    else:
-        directory, name = os.path.split(local)
-        for file in (local, os.path.join(directory, f".{name}.crc")):
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(file)
+    remove_all(spark, [path])
+
+
+def remove_all(spark: SparkSession, paths: Iterable[str]) -> None:
+    """Delete each of ``paths`` recursively, if present: one round trip."""
+    joined = _NUL.join(paths)
+    if joined:
+        hadoop = _hadoop(spark)
+        hadoop.bridge.removeAll(hadoop.configuration, joined)
 
 
 def read_text(spark: SparkSession, path: str) -> str:
-    local = os_path(spark, path)
-    if local is not None:
-        with open(local, encoding="utf-8") as stream:
-            return stream.read()
     hadoop = _hadoop(spark)
     return str(hadoop.bridge.readText(hadoop.configuration, path))
 
@@ -150,36 +130,17 @@ def publish_text(spark: SparkSession, path: str, text: str) -> bool:
     """Create ``path`` holding ``text`` atomically; False if ``path`` already exists.
 
     The commit point of a change log (``docs/cluster.md``): of two writers exactly one
-    publishes, and a reader sees the whole file or none. On the local file system that is
-    done here: the text goes to a hidden temporary file, then a hard link to ``path``, which
-    fails if ``path`` exists (a crash leaves at most a stray temporary file). Hadoop's local
-    file system would set each new file's permissions by running ``chmod`` in a child
-    process when its native library is absent (twice: the file and its checksum), 12-17 ms
-    per file; a captured write publishes a manifest each. Elsewhere (and for paths with
-    escaped characters, which Hadoop decodes) ``FsBridge.publishText`` does it the file
-    system's way: a conditional put on an object store (which has no atomic rename), a
-    rename that refuses to replace on HDFS. A file system with neither is refused
-    (FILE_SYSTEM_CANNOT_COMMIT) before anything is written.
+    publishes, and a reader sees the whole file or none. ``FsBridge.publishText`` does it the
+    file system's way: a hard link of a hidden temporary file on a local disk, a conditional
+    put on an object store (which has no atomic rename), a rename that refuses to replace on
+    HDFS. A file system with none of these is refused (FILE_SYSTEM_CANNOT_COMMIT) before
+    anything is written.
     """
-    local = os_path(spark, path)
-    if local is None:
-        hadoop = _hadoop(spark)
-        published = str(hadoop.bridge.publishText(hadoop.configuration, path, text))
-        if published == "unsupported":
-            raise SparkMvError(ErrorClass.FILE_SYSTEM_CANNOT_COMMIT, path=path)
-        return published == "published"
-    directory = os.path.dirname(local)
-    os.makedirs(directory, exist_ok=True)
-    temporary = os.path.join(directory, f".{uuid.uuid4().hex}.tmp")
-    with open(temporary, "w", encoding="utf-8") as stream:
-        stream.write(text)
-    try:
-        os.link(temporary, local)
-    except FileExistsError:
-        return False
-    finally:
-        os.remove(temporary)
-    return True
+    hadoop = _hadoop(spark)
+    published = str(hadoop.bridge.publishText(hadoop.configuration, path, text))
+    if published == "unsupported":
+        raise SparkMvError(ErrorClass.FILE_SYSTEM_CANNOT_COMMIT, path=path)
+    return published == "published"
 
 
 @dataclass(frozen=True)
@@ -227,28 +188,20 @@ def parquet_row_counts(spark: SparkSession, directory: str) -> dict[str, int]:
 def hidden_files(spark: SparkSession, directory: str) -> list[str]:
     """Hidden files directly in ``directory`` (``_SUCCESS``, checksums): not data, but they
     keep a directory from being empty."""
-    fs, root = filesystem(spark, directory)
-    if not fs.exists(root):
-        return []
-    return [
-        str(status.getPath().toString())
-        for status in fs.listStatus(root)
-        if status.isFile() and is_hidden(str(status.getPath().getName()))
-    ]
+    hadoop = _hadoop(spark)
+    joined = str(hadoop.bridge.hiddenFiles(hadoop.configuration, directory))
+    return [path for path in joined.split(_NUL) if path]
 
 
 def has_files(spark: SparkSession, directory: str) -> bool:
     """Whether ``directory`` holds any file (hidden ones included), at any depth."""
-    local = os_path(spark, directory)
-    if local is not None:
-        return any(files for _, _, files in os.walk(local))
-    fs, root = filesystem(spark, directory)
-    return bool(fs.exists(root) and fs.listFiles(root, True).hasNext())
+    hadoop = _hadoop(spark)
+    return bool(hadoop.bridge.hasFiles(hadoop.configuration, directory))
 
 
 def make_dirs(spark: SparkSession, path: str) -> None:
-    fs, hadoop_path = filesystem(spark, path)
-    fs.mkdirs(hadoop_path)
+    hadoop = _hadoop(spark)
+    hadoop.bridge.makeDirs(hadoop.configuration, path)
 
 
 def move(spark: SparkSession, source: str, target: str) -> None:
@@ -257,66 +210,24 @@ def move(spark: SparkSession, source: str, target: str) -> None:
     Not atomic on an object store (a copy, then a delete): callers move files only into
     directories that nothing committed names yet, so a crash halfway leaves an orphan copy,
     never a half-visible change (``docs/cluster.md``)."""
-    fs, source_path = filesystem(spark, source)
-    target_fs, target_path = filesystem(spark, target)
-    target_fs.mkdirs(target_path.getParent())
-    if fs.getUri().equals(target_fs.getUri()) and fs.rename(source_path, target_path):
-        return
-    _copy(spark, source, target, delete_source=True)
+    hadoop = _hadoop(spark)
+    hadoop.bridge.move(hadoop.configuration, source, target)
 
 
 def link(spark: SparkSession, source: str, target: str) -> None:
-    """Make ``target`` a second name of ``source``'s bytes: a hard link on a local file
-    system (no copy: copy-on-write and preserved files cost a directory entry), else a copy
-    (an object store has no links). Either way ``source`` can be deleted afterwards without
-    affecting ``target``."""
-    source_local, target_local = _local_path(spark, source), _local_path(spark, target)
-    if source_local is not None and target_local is not None:
-        os.makedirs(os.path.dirname(target_local), exist_ok=True)
-        try:
-            os.link(source_local, target_local)
-            return
-        except OSError:
-            pass  # e.g. another device: fall through to a copy
-    _copy(spark, source, target, delete_source=False)
+    """``link_all`` of one file."""
+    link_all(spark, [(source, target)])
 
 
-def _copy(spark: SparkSession, source: str, target: str, delete_source: bool) -> None:
-    hadoop = _hadoop(spark)
-    fs, source_path = filesystem(spark, source)
-    target_fs, target_path = filesystem(spark, target)
-    if not hadoop.file_util.copy(
-        fs, source_path, target_fs, target_path, delete_source, hadoop.configuration
-    ):
-        raise OSError(f"could not copy {source} to {target}")
-
-
-def os_path(spark: SparkSession, path: str) -> str | None:
-    """The operating-system path of a ``file:`` path the driver can use itself, None for
-    other file systems and for paths with escaped characters (which Hadoop decodes)."""
-    return _local_path(spark, path) if path.startswith("file:") and "%" not in path else None
-
-
-def _is_checksum(name: str) -> bool:
-    """Hadoop's local file system keeps a checksum file ``.name.crc`` beside each file."""
-    return name.startswith(".") and name.endswith(".crc")
-
-
-def _local_path(spark: SparkSession, path: str) -> str | None:
-    """The operating-system path of a ``file:`` URI (a file the driver can write itself),
-    None for other file systems."""
-    if path.startswith("file:"):  # as Hadoop writes them; read without a JVM round trip
-        rest = path[len("file:") :]
-        if not rest.startswith("//"):
-            return rest
-        authority, slash, rest = rest[2:].partition("/")
-        if authority in ("", "localhost") and slash:
-            return "/" + rest
-    _, hadoop_path = filesystem(spark, path)
-    uri = hadoop_path.toUri()
-    if uri.getScheme() not in (None, "file"):
-        return None
-    return str(uri.getPath())
+def link_all(spark: SparkSession, pairs: Iterable[tuple[str, str]]) -> None:
+    """Make each target a second name of its source's bytes, in one round trip: a hard link
+    on a local file system (no copy: copy-on-write and preserved files cost a directory
+    entry), else a copy (an object store has no links). Either way a source can be deleted
+    afterwards without affecting its target."""
+    joined = _NUL.join(path for pair in pairs for path in pair)
+    if joined:
+        hadoop = _hadoop(spark)
+        hadoop.bridge.linkAll(hadoop.configuration, joined)
 
 
 _log = logging.getLogger(__name__)
@@ -326,10 +237,11 @@ _pending_lock = threading.Lock()
 
 
 def remove_in_background(task: Callable[[], None]) -> None:
-    """Run ``task`` (removals of local files no reader needs any more) on a thread of its
-    own, after the ones before it: unlinking large files takes milliseconds each, which the
-    statement that retired them need not wait for. A task that fails is logged: what it
-    left behind is found again by whatever retires it next. ``wait_for_removals`` waits."""
+    """Run ``task`` (removals of files no reader needs any more) on a thread of its own,
+    after the ones before it: a removal takes milliseconds per file (a request each on an
+    object store), which the statement that retired them need not wait for. A task that
+    fails is logged: what it left behind is found again by whatever retires it next.
+    ``wait_for_removals`` waits."""
     with _pending_lock:
         _pending[:] = [*(f for f in _pending if not f.done()), _background.submit(_logged(task))]
 

@@ -94,7 +94,6 @@ def _appended(spark: SparkSession, fixpoints: Fixpoints, key: str, path: str) ->
         change = fixpoints.stored[key].limit(0)
     elif len(files) >= FIXPOINT_MAX_FILES.count(spark):
         return False
-    for name in files:
-        fs.link(spark, f"{old}/{name}", f"{path}/{name}")
+    fs.link_all(spark, [(f"{old}/{name}", f"{path}/{name}") for name in files])
     change.coalesce(1).write.mode("append").parquet(path)
     return True

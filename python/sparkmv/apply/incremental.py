@@ -303,19 +303,17 @@ class StoredMask:
             before = sum(fs.parquet_row_counts(spark, target).values())  # the new hits
             frames.write_parquet(old, target, "append", [BUCKET_COLUMN])
             return sum(fs.parquet_row_counts(spark, target).values()) - before
-        carried = 0
-        for bucket, names in self.files.items():
-            if bucket in except_buckets:
-                continue
-            directory = f"{BUCKET_COLUMN}={bucket}"
-            for name in names:
-                fs.link(
-                    spark,
-                    f"{mask_path(self.snapshot)}/{directory}/{name}",
-                    f"{target}/{directory}/{name}",
-                )
-            carried += self.rows.get(bucket, 0)
-        return carried
+        kept = {b: names for b, names in self.files.items() if b not in except_buckets}
+        fs.link_all(
+            spark,
+            [
+                (f"{mask_path(self.snapshot)}/{directory}/{name}", f"{target}/{directory}/{name}")
+                for bucket, names in kept.items()
+                for directory in [f"{BUCKET_COLUMN}={bucket}"]
+                for name in names
+            ],
+        )
+        return sum(self.rows.get(bucket, 0) for bucket in kept)
 
     def buckets(self) -> frozenset[int]:
         return frozenset(bucket for bucket, rows in self.rows.items() if rows)
@@ -534,7 +532,7 @@ def write_merged(merge: Merge, stored: DataFrame, change: DataFrame, path: str) 
     named = {n: f"coalesce({m}, 0)" for m, n in zip(merge.metrics, METRICS, strict=True)}
     merged = merge.merged(stored, change)
     if not merge.by_bucket:
-        merged = merged.repartition(BUCKET_COLUMN)
+        merged = frames.repartition(merged, [BUCKET_COLUMN])
     observed, metrics = observe(merged, "sparkmv_apply", named)
     _write_by_bucket(merge.kept(observed), path)
     return metrics.counts()
@@ -556,11 +554,15 @@ def _link_buckets(
     files: BucketFiles,
     except_buckets: frozenset[int],
 ) -> None:
-    """Hard-link the data ``files`` of every bucket of ``snapshot`` but ``except_buckets``
-    into ``path``."""
-    for bucket, names in files.items():
-        if bucket in except_buckets:
-            continue
-        directory = f"{BUCKET_COLUMN}={bucket}"
-        for name in names:
-            fs.link(spark, f"{snapshot}/{directory}/{name}", f"{path}/{directory}/{name}")
+    """Link (``fs.link_all``) the data ``files`` of every bucket of ``snapshot`` but
+    ``except_buckets`` into ``path``."""
+    fs.link_all(
+        spark,
+        [
+            (f"{snapshot}/{directory}/{name}", f"{path}/{directory}/{name}")
+            for bucket, names in files.items()
+            if bucket not in except_buckets
+            for directory in [f"{BUCKET_COLUMN}={bucket}"]
+            for name in names
+        ],
+    )

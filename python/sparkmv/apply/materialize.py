@@ -202,8 +202,7 @@ def remove_unreferenced(spark: SparkSession, view: MvMetadata) -> None:
     """Remove the snapshots of ``view`` but its current one and the one before it (kept for
     readers that resolved the view just before the commit that replaced it)."""
     root = snapshot.storage_root(spark, view.name)
-    previous = snapshot.older(spark, root, view.snapshot)[-1:]
-    snapshot.remove_snapshots(spark, root, keep=[view.snapshot, *previous])
+    snapshot.remove_snapshots(spark, root, keep=[view.snapshot], keep_previous_of=view.snapshot)
 
 
 def commit_snapshot(

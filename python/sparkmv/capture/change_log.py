@@ -160,12 +160,22 @@ class ChangeLog:
     """The change log of one table; implements ``capture.source.ChangeSource``.
 
     ``schema`` is the table's schema (data and partition columns, in table order).
+
+    An instance lists the log's ``commits/`` once and answers from that listing until a
+    change log of this process publishes or compacts (``_written``): a refresh sees the log as
+    of its first look, in one round trip instead of one per question. A write is decided by
+    its publish (create-if-absent), never by the listing: one that loses to another process
+    lists again. (Instances live for a call; none is kept across statements.) A manifest or a
+    compaction marker, once published, never changes: each is read once per instance.
     """
 
     def __init__(self, spark: SparkSession, root: str, schema: StructType):
         self.spark = spark
         self.root = root.rstrip("/")
         self.schema = schema
+        # The listing of commits/, and the count of this process's log writes it is as of.
+        self._commit_names: tuple[int, list[str]] | None = None
+        self._published_texts: dict[str, str] = {}  # manifests and markers read, by path
 
     # -- writing -------------------------------------------------------------------------
 
@@ -223,7 +233,25 @@ class ChangeLog:
         )
 
     def _publish(self, commit: LogCommit) -> bool:
-        return fs.publish_text(self.spark, self._manifest(commit.version), commit.to_json())
+        try:
+            return fs.publish_text(self.spark, self._manifest(commit.version), commit.to_json())
+        finally:
+            _written()  # ours or another writer's: list again
+
+    def _listed_commits(self) -> list[str]:
+        """The names in ``commits/`` (manifests and compaction markers), as listed after this
+        process's last log write."""
+        if self._commit_names is None or self._commit_names[0] != _log_writes[0]:
+            names = fs.list_names(self.spark, f"{self.root}/commits")
+            self._commit_names = (_log_writes[0], names)
+        return self._commit_names[1]
+
+    def _published_text(self, path: str) -> str:
+        """The text of the manifest or marker ``path`` (immutable once published)."""
+        text = self._published_texts.get(path)
+        if text is None:
+            text = self._published_texts[path] = fs.read_text(self.spark, path)
+        return text
 
     def _write_rows(self, rows: DataFrame | None, path: str) -> str | None:
         if rows is None:
@@ -348,7 +376,7 @@ class ChangeLog:
         through = self.earliest_readable()
         if through == 0:
             return None
-        text = fs.read_text(self.spark, self._marker(through))
+        text = self._published_text(self._marker(through))
         return LogCommit.from_json(text) if text else None
 
     # -- retention ------------------------------------------------------------------------
@@ -360,24 +388,21 @@ class ChangeLog:
         (kept until now for the log's readers and for queries already reading them).
         """
         fs.wait_for_removals()  # an earlier compaction's, which this one would repeat
+        self._commit_names = None  # compaction decides on a fresh listing
         previous = self.earliest_readable()
         through = min(through, self.current_version())
         if through <= previous:
             return
-        listed = self._manifests(fs.list_names(self.spark, f"{self.root}/commits"))
+        listed = self._manifests(self._listed_commits())
         # Versions up to ``previous`` whose manifests a crash left behind are forgotten again.
         commits = [self._read(version) for version in listed if version <= through]
         # The marker (with the latest state) goes first: a crash never exposes a gap.
         last = next((c for c in reversed(commits) if c.version == through), None)
         fs.publish_text(self.spark, self._marker(through), last.to_json() if last else "")
-        forget = partial(self._delete_compacted, commits, previous)
-        retired = [path for commit in commits for path in commit.retired_files]
-        if all(fs.os_path(self.spark, path) is not None for path in [self.root, *retired]):
-            # Every call below is the operating system's: no reader needs these files, and a
-            # crash before they are gone leaves their manifests for the next compaction.
-            fs.remove_in_background(forget)
-        else:
-            forget()
+        _written()
+        # No reader needs these files, and a crash before they are gone leaves their
+        # manifests for the next compaction.
+        fs.remove_in_background(partial(self._delete_compacted, commits, previous))
 
     def _delete_compacted(self, commits: list[LogCommit], previous: int) -> None:
         """Delete what the compacted ``commits`` kept (``compact``), then their manifests and
@@ -388,14 +413,10 @@ class ChangeLog:
             for parent in {path.rsplit("/", 1)[0] for path in commit.retired_files}:
                 if parent.startswith(preserved) and not fs.list_names(self.spark, parent):
                     fs.remove(self.spark, parent)
-            for rows in (commit.inserted_rows, commit.deleted_rows):
-                if rows:
-                    fs.remove(self.spark, rows.rsplit("/", 1)[0])
-            for directory in self._owned_rows_dirs(commit):
-                fs.remove(self.spark, directory)
-        for commit in commits:
-            fs.remove(self.spark, self._manifest(commit.version))
-        fs.remove(self.spark, self._marker(previous))
+            rows = [r.rsplit("/", 1)[0] for r in (commit.inserted_rows, commit.deleted_rows) if r]
+            fs.remove_all(self.spark, [*rows, *self._owned_rows_dirs(commit)])
+        manifests = [self._manifest(commit.version) for commit in commits]
+        fs.remove_all(self.spark, [*manifests, self._marker(previous)])
 
     def _owned_rows_dirs(self, commit: LogCommit) -> set[str]:
         """The ``change_rows_dir``s of the log's own files that ``commit`` references."""
@@ -450,7 +471,7 @@ class ChangeLog:
         return versions[-1] if versions else self.earliest_readable()
 
     def earliest_readable(self) -> int:
-        return self._compacted_through(fs.list_names(self.spark, f"{self.root}/commits"))
+        return self._compacted_through(self._listed_commits())
 
     def commits(self, start: int, end: int) -> list[LogCommit]:
         """The commits of versions ``(start, end]``, oldest first."""
@@ -571,7 +592,7 @@ class ChangeLog:
         """The versions whose manifests the log holds, past its compaction marker: the
         manifests of compacted versions may linger while (or, after a crash, until)
         ``_delete_compacted`` removes them, and no reader may use them."""
-        names = fs.list_names(self.spark, f"{self.root}/commits")
+        names = self._listed_commits()
         through = self._compacted_through(names)
         return [version for version in self._manifests(names) if version > through]
 
@@ -584,7 +605,7 @@ class ChangeLog:
         return max((int(m.group(1)) for name in names if (m := _COMPACTED.match(name))), default=0)
 
     def _read(self, version: int) -> LogCommit:
-        return LogCommit.from_json(fs.read_text(self.spark, self._manifest(version)))
+        return LogCommit.from_json(self._published_text(self._manifest(version)))
 
     def _pending_commits(self) -> list[PreparedCommit]:
         directory = f"{self.root}/pending"
@@ -627,6 +648,15 @@ class _Logged:
 
     def rows_by_weight(self) -> list[tuple[list[str], int]]:
         return [(self.inserted_rows, +1), (self.deleted_rows, -1)]
+
+
+_log_writes = [0]
+"""How many times a change log of this process published a version or a compaction marker:
+a listing made before the last one is not used again (``ChangeLog._listed_commits``)."""
+
+
+def _written() -> None:
+    _log_writes[0] += 1
 
 
 def _literal(value: str | None) -> str:

@@ -164,9 +164,10 @@ def table_files_from_listing(units: list[list[Any]]) -> TableFiles:
 def delete_retired(spark: SparkSession, paths: Iterable[str]) -> None:
     """Delete data files no version of the table uses any more, and the copy-on-write
     version directories they leave without files."""
+    paths = list(paths)
+    fs.remove_all(spark, paths)
     version_dirs = set()
     for path in paths:
-        fs.remove(spark, path)
         parts = path.split("/")
         for depth in range(len(parts) - 1, 0, -1):
             if parts[depth - 1].startswith(VERSION_DIR_PREFIX):

@@ -372,9 +372,14 @@ class CopyOnWrite:
                 fs.move(self.spark, file.path, f"{directory}/{name}")
                 if holds[file.path] == NEW:
                     inserted.append(FileRef(f"{directory}/{name}", spec))
-            for file in current.files if current else ():
-                if file.path not in self.affected:
-                    fs.link(self.spark, file.path, f"{directory}/{file.path.rsplit('/', 1)[-1]}")
+            fs.link_all(
+                self.spark,
+                [
+                    (file.path, f"{directory}/{file.path.rsplit('/', 1)[-1]}")
+                    for file in (current.files if current else ())
+                    if file.path not in self.affected
+                ],
+            )
             listed = tuple(
                 DataFile(s.path, s.size, s.modified_ms, spec)
                 for s in fs.data_files(self.spark, directory)

@@ -145,10 +145,11 @@ class WriteCapture:
             for path in log.retired_files()
             if not path.startswith(log.root) and fs.exists(self.spark, path)
         ]
-        links = {}
-        for number, path in enumerate([file.path for file in files.files] + retired):
-            links[path] = f"{directory}/{number:06d}-{path.rsplit('/', 1)[-1]}"
-            fs.link(self.spark, path, links[path])
+        links = {
+            path: f"{directory}/{number:06d}-{path.rsplit('/', 1)[-1]}"
+            for number, path in enumerate([file.path for file in files.files] + retired)
+        }
+        fs.link_all(self.spark, links.items())
         return links
 
     def _kept_beside(self, entry: CatalogEntry | None) -> list[str]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -53,12 +52,8 @@ class TempViews:
     def drop(self) -> None:
         if not self._names:
             return
-        # The session catalog's drop, not ``spark.catalog``'s: that one also uncaches the
-        # view's plan, which is a cached input's (``apply/hot_inputs.py``) when the view is
-        # over one; none of these views is cached itself. PySpark's costs more round trips.
-        catalog: Any = self.spark._jsparkSession.sessionState().catalog()
-        for _, name in self._names.values():
-            catalog.dropTempView(name)
+        # None of these views is cached itself, but a cached input's plan may be under one.
+        frames.drop_temp_views(self.spark, [name for _, name in self._names.values()])
         self._names.clear()
 
 

@@ -36,7 +36,7 @@ from pyspark.sql import types as T
 from sparkmv import frames, fs
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.config import STORAGE_DIR_NAME
-from sparkmv.fs import list_names, qualified, remove, warehouse_path
+from sparkmv.fs import list_names, qualified, remove, remove_all, warehouse_path
 from sparkmv.identifiers import TableName, quote_identifier
 from sparkmv.observations import observe
 from sparkmv.storage.buckets import bucket_sql
@@ -180,26 +180,23 @@ def list_snapshots(spark: SparkSession, root: str) -> list[str]:
     ]
 
 
-def older(spark: SparkSession, root: str, current: str) -> list[str]:
-    """The snapshots under ``root`` written before ``current``, oldest first (a snapshot's
-    name starts with the time it was created)."""
-
-    def created(path: str) -> int:
-        return int(path.rpartition("/")[2][len(SNAPSHOT_PREFIX) :].split("-")[0])
-
-    return sorted(
-        (path for path in list_snapshots(spark, root) if created(path) < created(current)),
-        key=created,
-    )
+def _created(path: str) -> int:
+    """When the snapshot ``path`` was created (its name starts with the time)."""
+    return int(path.rpartition("/")[2][len(SNAPSHOT_PREFIX) :].split("-")[0])
 
 
-def remove_snapshots(spark: SparkSession, root: str, keep: Iterable[str]) -> None:
+def remove_snapshots(
+    spark: SparkSession, root: str, keep: Iterable[str], keep_previous_of: str | None = None
+) -> None:
     """Delete the snapshot directories under ``root`` that are not in ``keep`` (compared by
-    name: a snapshot's name is unique under its root)."""
+    name: a snapshot's name is unique under its root), nor, given ``keep_previous_of``, the
+    last one written before that snapshot. One listing, one removal round trip."""
+    listed = list_snapshots(spark, root)
     kept = {path.rstrip("/").rpartition("/")[2] for path in keep}
-    for path in list_snapshots(spark, root):
-        if path.rpartition("/")[2] not in kept:
-            remove_path(spark, path)
+    if keep_previous_of is not None:
+        before = [p for p in listed if _created(p) < _created(keep_previous_of)]
+        kept.update(p.rpartition("/")[2] for p in sorted(before, key=_created)[-1:])
+    remove_all(spark, [path for path in listed if path.rpartition("/")[2] not in kept])
 
 
 def remove_path(spark: SparkSession, path: str) -> None:

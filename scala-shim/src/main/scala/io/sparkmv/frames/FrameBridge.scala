@@ -81,6 +81,18 @@ object FrameBridge {
   def writeParquet(frame: DataFrame, path: String, mode: String, partitionJson: String): Unit =
     frame.write.mode(mode).partitionBy(strings(partitionJson): _*).parquet(path)
 
+  /** `frame` hash-partitioned by the columns of the JSON array `columnsJson`. */
+  def repartition(frame: DataFrame, columnsJson: String): DataFrame =
+    frame.repartition(strings(columnsJson).map(frame.col): _*)
+
+  /**
+   * Drops the temporary views of the JSON array `namesJson` through the session catalog:
+   * `spark.catalog.dropTempView` would also uncache each view's plan, which may be a cached
+   * input's.
+   */
+  def dropTempViews(spark: SparkSession, namesJson: String): Unit =
+    strings(namesJson).foreach(SparkInternals.dropTempView(spark, _))
+
   /** A new observation named `name`. */
   def observation(name: String): Observation = Observation(name)
 

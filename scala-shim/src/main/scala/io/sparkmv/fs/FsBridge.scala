@@ -7,7 +7,7 @@ import scala.collection.mutable.ArrayBuffer
 
 import org.apache.commons.io.IOUtils
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, Options, Path, StreamCapabilities}
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, FileUtil, Options, Path, StreamCapabilities}
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.util.HadoopInputFile
 
@@ -206,6 +206,90 @@ object FsBridge {
       case _: java.nio.file.FileAlreadyExistsException => Exists
     } finally Files.delete(temporary)
   }
+
+  /** Whether `path` exists. */
+  def exists(conf: Configuration, path: String): Boolean = {
+    val hadoopPath = new Path(path)
+    hadoopPath.getFileSystem(conf).exists(hadoopPath)
+  }
+
+  /** Deletes each of `paths` (NUL-separated) recursively, if present. */
+  def removeAll(conf: Configuration, paths: String): Unit =
+    for (path <- paths.split(Nul) if path.nonEmpty) {
+      val hadoopPath = new Path(path)
+      hadoopPath.getFileSystem(conf).delete(hadoopPath, true)
+    }
+
+  /** Whether `directory` holds any file (hidden ones included), at any depth. */
+  def hasFiles(conf: Configuration, directory: String): Boolean = {
+    val root = new Path(directory)
+    val fs = root.getFileSystem(conf)
+    fs.exists(root) && fs.listFiles(root, true).hasNext
+  }
+
+  /** The hidden files (`_`, `.`) directly in `directory`, NUL-separated ("" when none). */
+  def hiddenFiles(conf: Configuration, directory: String): String = {
+    val root = new Path(directory)
+    val fs = root.getFileSystem(conf)
+    if (!fs.exists(root)) return ""
+    fs.listStatus(root)
+      .filter(status => status.isFile && isHidden(status.getPath.getName))
+      .map(_.getPath.toString)
+      .mkString(Nul)
+  }
+
+  private def isHidden(name: String): Boolean = name.startsWith("_") || name.startsWith(".")
+
+  /** Creates `directory` and its parents. */
+  def makeDirs(conf: Configuration, directory: String): Unit = {
+    val path = new Path(directory)
+    path.getFileSystem(conf).mkdirs(path)
+  }
+
+  /**
+   * Renames `source` to `target`, copying (then deleting `source`) across file systems or
+   * where the rename is refused. Not atomic on an object store: callers move files only into
+   * directories that nothing committed names yet (`docs/cluster.md`).
+   */
+  def move(conf: Configuration, source: String, target: String): Unit = {
+    val (from, onto) = (new Path(source), new Path(target))
+    val (fromFs, ontoFs) = (from.getFileSystem(conf), onto.getFileSystem(conf))
+    ontoFs.mkdirs(onto.getParent)
+    if (!(fromFs.getUri == ontoFs.getUri && fromFs.rename(from, onto))) {
+      copy(conf, from, onto, deleteSource = true)
+    }
+  }
+
+  /**
+   * Makes each target a second name of its source's bytes (`pairs`: source, target, ...,
+   * NUL-separated): a hard link where both are on the local file system (no copy), else a
+   * copy (an object store has no links). Either way the source can be deleted afterwards
+   * without affecting the target.
+   */
+  def linkAll(conf: Configuration, pairs: String): Unit =
+    for (Array(source, target) <- pairs.split(Nul).filter(_.nonEmpty).grouped(2)) {
+      val (from, onto) = (new Path(source), new Path(target))
+      val (fromFs, ontoFs) = (from.getFileSystem(conf), onto.getFileSystem(conf))
+      if (!(fromFs.getScheme == "file" && ontoFs.getScheme == "file" &&
+          hardLink(fromFs, from, ontoFs, onto))) {
+        copy(conf, from, onto, deleteSource = false)
+      }
+    }
+
+  private def hardLink(fromFs: FileSystem, from: Path, ontoFs: FileSystem, onto: Path): Boolean = {
+    val target = new java.io.File(ontoFs.makeQualified(onto).toUri).toPath
+    Files.createDirectories(target.getParent)
+    try {
+      Files.createLink(target, new java.io.File(fromFs.makeQualified(from).toUri).toPath)
+      true
+    } catch { case _: java.io.IOException => false } // e.g. another device: copied instead
+  }
+
+  private def copy(conf: Configuration, from: Path, onto: Path, deleteSource: Boolean): Unit =
+    if (!FileUtil.copy(from.getFileSystem(conf), from, onto.getFileSystem(conf), onto,
+        deleteSource, conf)) {
+      throw new java.io.IOException(s"could not copy $from to $onto")
+    }
 
   /** `path` with its file system's scheme and authority, as Hadoop lists it. */
   def qualified(conf: Configuration, path: String): String = {

@@ -16,6 +16,10 @@ object SparkInternals {
   def ofRows(spark: SparkSession, plan: LogicalPlan): DataFrame =
     classic.Dataset.ofRows(spark.asInstanceOf[classic.SparkSession], plan)
 
+  /** Drops the temporary view `name` from the session catalog, leaving the cache alone. */
+  def dropTempView(spark: SparkSession, name: String): Unit =
+    spark.asInstanceOf[classic.SparkSession].sessionState.catalog.dropTempView(name)
+
   def isSessionCatalog(catalog: CatalogPlugin): Boolean =
     catalog.name == CatalogManager.SESSION_CATALOG_NAME
 
