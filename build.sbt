@@ -9,6 +9,7 @@ lazy val shim = (project in file("scala-shim"))
     name := "sparkmv-shim",
     libraryDependencies ++= Seq(
       "org.apache.spark" %% "spark-sql" % "4.3.0" % "provided",
-      "org.apache.spark" %% "spark-catalyst" % "4.3.0" % "provided"
+      "org.apache.spark" %% "spark-catalyst" % "4.3.0" % "provided",
+      "org.apache.spark" %% "spark-hive-thriftserver" % "4.3.0" % "provided"
     )
   )

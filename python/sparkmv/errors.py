@@ -169,6 +169,10 @@ class ErrorClass(Enum):
         "The {server} server cannot start on port {port}: {detail}. Stop what uses the port or "
         "choose another one ({option}; 0 turns this server off).",
     )
+    SERVER_CREDENTIALS_UNUSABLE = ErrorSpec(
+        "22023",
+        "The {what} cannot be used: {detail}. {hint}",
+    )
     SERVER_NEEDS_APPLICATION_CONF = ErrorSpec(
         "55000",
         "Serving clients needs {key}={value} in the application's configuration, set when it "
