@@ -166,8 +166,9 @@ class ErrorClass(Enum):
     )
     SERVER_START_FAILED = ErrorSpec(
         "58030",
-        "The {server} server cannot start on port {port}: {detail}. Stop what uses the port or "
-        "choose another one ({option}; 0 turns this server off).",
+        "The {server} server cannot start on {address}: {detail}. Stop what uses the port or "
+        "choose another one ({option}; 0 turns this server off), and listen on an address of "
+        "this machine (--host).",
     )
     SERVER_CREDENTIALS_UNUSABLE = ErrorSpec(
         "22023",

@@ -400,7 +400,7 @@ def _start_thrift(
         with session_conf(spark, conf):
             return server_class.startWithSparkSession(spark._jsparkSession, False)
     except Py4JJavaError as error:
-        raise _start_failed(THRIFT, port, "--thrift-port", error) from None
+        raise _start_failed(THRIFT, host, port, "--thrift-port", error) from None
 
 
 def _use_password_file(spark: SparkSession, path: str) -> None:
@@ -447,14 +447,16 @@ def _start_connect(spark: SparkSession, port: int, host: str, token: str | None)
     try:
         _connect_class(spark).start(spark._jsc.sc())
     except Py4JJavaError as error:
-        raise _start_failed(CONNECT, port, "--connect-port", error) from None
+        raise _start_failed(CONNECT, host, port, "--connect-port", error) from None
 
 
-def _start_failed(server: str, port: int, option: str, error: Py4JJavaError) -> SparkMvError:
+def _start_failed(
+    server: str, host: str, port: int, option: str, error: Py4JJavaError
+) -> SparkMvError:
     return SparkMvError(
         ErrorClass.SERVER_START_FAILED,
         server=server,
-        port=port,
+        address=f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         detail=_root_cause(error.java_exception),
         option=option,
     )
