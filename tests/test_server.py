@@ -322,6 +322,7 @@ class ClientRun:
 class ClientRuns:
     jdbc: ClientRun
     connect: ClientRun
+    jdbc_standard_error: ClientRun  # Spark's JSON error format
 
 
 @dataclass
@@ -329,7 +330,6 @@ class RefusedRuns:
     jdbc_wrong_password: ClientRun
     connect_wrong_token: ClientRun
     connect_no_token: ClientRun
-    jdbc_standard_error: ClientRun  # right credentials, Spark's JSON error format
 
 
 def beeline_command(server: Server, script: str, *credentials: str) -> list[str]:
@@ -362,8 +362,7 @@ def run_clients(commands: dict[str, list[str]], root: Path) -> dict[str, ClientR
 
 @pytest.fixture(scope="module")
 def refused_runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> RefusedRuns:
-    """Clients with wrong credentials or none, each trying to create a table, and one with
-    the right ones asking for Spark's JSON error format; all at once."""
+    """Clients with wrong credentials or none, each trying to create a table, all at once."""
     require(beeline_missing())
     require(connect_client_missing())
     connect_url = f"sc://localhost:{server.connect_port}"
@@ -378,9 +377,6 @@ def refused_runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Re
                 f"{connect_url}/;token=wrong-token",
             ],
             "connect_no_token": [sys.executable, "-c", REFUSED_CONNECT_CLIENT, connect_url],
-            "jdbc_standard_error": beeline_command(
-                server, JDBC_STANDARD_ERROR_SCRIPT, "-n", USER, "-p", PASSWORD
-            ),
         },
         tmp_path_factory.mktemp("refused"),
     )
@@ -392,12 +388,16 @@ def client_runs(
     server: Server, refused_runs: RefusedRuns, tmp_path_factory: pytest.TempPathFactory
 ) -> ClientRuns:
     """beeline and a Spark Connect client with the right credentials, started together once
-    the refused clients have finished, each running its lifecycle."""
+    the refused clients have finished, each running its lifecycle; and beeline asking for
+    Spark's JSON error format."""
     connect_url = f"sc://localhost:{server.connect_port}/;token={TOKEN}"
     runs = run_clients(
         {
             "jdbc": beeline_command(server, JDBC_SCRIPT, "-n", USER, "-p", PASSWORD),
             "connect": [sys.executable, "-c", CONNECT_CLIENT, connect_url],
+            "jdbc_standard_error": beeline_command(
+                server, JDBC_STANDARD_ERROR_SCRIPT, "-n", USER, "-p", PASSWORD
+            ),
         },
         tmp_path_factory.mktemp("clients"),
     )
@@ -562,10 +562,10 @@ def test_wrong_credentials_are_refused_and_nothing_runs(
     assert connect_result(client_runs.connect)["default_tables"] == [], client_runs.connect
 
 
-def test_jdbc_errors_in_sparks_json_format(refused_runs: RefusedRuns) -> None:
+def test_jdbc_errors_in_sparks_json_format(client_runs: ClientRuns) -> None:
     """With spark.sql.error.messageFormat=STANDARD the JDBC server renders a sparkmv error as
     it renders Spark's: class, template (from Spark's registry), SQLSTATE and parameters."""
-    run = refused_runs.jdbc_standard_error
+    run = client_runs.jdbc_standard_error
     assert run.returncode != 0, run
     start = run.stderr.index("{")
     rendered, _ = json.JSONDecoder().raw_decode(run.stderr[start:])
