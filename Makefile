@@ -136,8 +136,9 @@ $(SERVER_INSTALLED): python/pyproject.toml | $(INSTALLED)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[server]'
 	touch $@
 
-# Rebuilt only when the shim's sources change (sparkmv.jar also checks a digest of them).
-$(JAR): $(SHIM_SOURCES) | $(INSTALLED)
+# Rebuilt only when the shim's sources or the error classes it carries change (sparkmv.jar
+# also checks a digest of them).
+$(JAR): $(SHIM_SOURCES) python/sparkmv/errors.py | $(INSTALLED)
 	$(VENV)/bin/sparkmv jar
 
 clean:

@@ -7,11 +7,16 @@ names (a statement resolved in the wrong session would meet the other client's o
 last test stops the server with SIGINT and reads both views from a new ``sparkmv sql``
 process over the same warehouse. Every view is checked against its query (EXCEPT ALL both
 ways, through the client that made it, and again after the restart).
+
+The server listens on its default address (loopback) and requires credentials (a password
+file for JDBC, a token for Spark Connect): clients with wrong ones are refused first, before
+the lifecycles run, which then find nothing of the refused statements.
 """
 
 from __future__ import annotations
 
 import csv
+import ipaddress
 import json
 import os
 import queue
@@ -31,6 +36,7 @@ import pytest
 from conftest import python_env
 from sparkmv.bridge import RunningCalls
 from sparkmv.errors import ErrorClass, SparkMvError
+from sparkmv.server import CONNECT, THRIFT, announcements, is_loopback
 from test_cli import SPARKMV, tables
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -64,6 +70,12 @@ DESCRIBE MATERIALIZED VIEW EXTENDED by_region;
 REFRESH MATERIALIZED VIEW no_such_view;
 """
 JDBC_ROWS = [["east", "1", "1"], ["north", "1", "10"], ["south", "2", "27"]]
+USER, PASSWORD, TOKEN = "alice", "s3cret:with-colon", "connect-token-3f9a"
+REFUSED_JDBC_TABLE, REFUSED_CONNECT_TABLE = "refused_jdbc", "refused_connect"
+JDBC_STANDARD_ERROR_SCRIPT = """
+SET spark.sql.error.messageFormat=STANDARD;
+REFRESH MATERIALIZED VIEW default.no_such_view;
+"""
 
 CONNECT_CLIENT = f"""
 import json
@@ -80,6 +92,7 @@ def rows(statement):
 
 
 found = {{"started": time.time()}}
+found["default_tables"] = rows("SHOW TABLES IN default")
 for statement in [
     "CREATE DATABASE connect_db",
     "USE connect_db",
@@ -106,12 +119,31 @@ except Exception as error:
         "text": str(error),
         "condition": error.getCondition(),
         "sql_state": error.getSqlState(),
+        "parameters": error.getMessageParameters(),
+        "message": error.getMessage(),
     }}
 found["ended"] = time.time()
 print("RESULT " + json.dumps(found, default=str))
 spark.stop()
 """
 CONNECT_ROWS = [["north", 2, 101], ["west", 3, 17]]
+
+REFUSED_CONNECT_CLIENT = f"""
+import json
+import sys
+
+from pyspark.sql import SparkSession
+
+found = {{}}
+try:
+    spark = SparkSession.builder.remote(sys.argv[1]).getOrCreate()
+    spark.sql("CREATE TABLE default.{REFUSED_CONNECT_TABLE} (a INT) USING parquet").collect()
+    found["ran"] = True
+except Exception as error:
+    found["type"] = type(error).__name__
+    found["text"] = str(error)
+print("RESULT " + json.dumps(found))
+"""
 
 
 def test_a_stopping_server_refuses_new_statements_but_lets_running_ones_finish() -> None:
@@ -216,10 +248,15 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """``sparkmv server`` on free ports over a fresh warehouse, ready for clients."""
+    """``sparkmv server`` on free ports over a fresh warehouse, on its default address,
+    requiring credentials, ready for clients."""
     root = tmp_path_factory.mktemp("server")
     thrift_port, connect_port = free_ports(2)
     stderr = root / "stderr"
+    password_file = root / "passwords"
+    password_file.write_text(f"# JDBC users\nbob:other\n{USER}:{PASSWORD}\n")
+    token_file = root / "token"
+    token_file.write_text(f"{TOKEN}\n")
     with stderr.open("w") as err:
         process = subprocess.Popen(
             [
@@ -231,6 +268,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
                 str(thrift_port),
                 "--connect-port",
                 str(connect_port),
+                "--password-file",
+                str(password_file),
+                "--token-file",
+                str(token_file),
                 "--conf",
                 "spark.sql.shuffle.partitions=2",
                 "--conf",
@@ -247,8 +288,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     threading.Thread(target=running.read_stdout, daemon=True).start()
     try:
         said = running.wait_for("sparkmv: Spark Connect server on", START_TIMEOUT)
-        assert f"sparkmv: JDBC (Thrift) server on jdbc:hive2://localhost:{thrift_port}" in said
-        assert said[-1] == f"sparkmv: Spark Connect server on sc://localhost:{connect_port}"
+        assert (
+            f"sparkmv: JDBC (Thrift) server on jdbc:hive2://localhost:{thrift_port} "
+            "(user name and password required)"
+        ) in said
+        assert said[-1] == (
+            f"sparkmv: Spark Connect server on sc://localhost:{connect_port} "
+            "(token required: sc://host:port/;token=...)"
+        )
         yield running
     finally:
         if process.poll() is None:
@@ -275,30 +322,86 @@ class ClientRun:
 class ClientRuns:
     jdbc: ClientRun
     connect: ClientRun
+    jdbc_standard_error: ClientRun  # Spark's JSON error format
 
 
-@pytest.fixture(scope="module")
-def client_runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> ClientRuns:
-    """beeline and a Spark Connect client, started together, each running its lifecycle."""
-    require(beeline_missing())
-    require(connect_client_missing())
-    root = tmp_path_factory.mktemp("clients")
-    env = {**python_env(), "SPARK_HOME": str(SPARK_HOME)}
-    beeline = [
+@dataclass
+class RefusedRuns:
+    jdbc_wrong_password: ClientRun
+    connect_wrong_token: ClientRun
+    connect_no_token: ClientRun
+
+
+def beeline_command(server: Server, script: str, *credentials: str) -> list[str]:
+    return [
         str(BEELINE),
         "-u",
         f"jdbc:hive2://localhost:{server.thrift_port}",
+        *credentials,
         "--silent=true",
         "--outputformat=csv2",
         "-e",
-        JDBC_SCRIPT,
+        script,
     ]
-    connect = [sys.executable, "-c", CONNECT_CLIENT, f"sc://localhost:{server.connect_port}"]
+
+
+def client_env() -> dict[str, str]:
+    env = {**python_env(), "SPARK_HOME": str(SPARK_HOME)}
+    env.pop("SPARK_CONNECT_AUTHENTICATE_TOKEN", None)  # the client would send it
+    return env
+
+
+def run_clients(commands: dict[str, list[str]], root: Path) -> dict[str, ClientRun]:
+    """The clients of ``commands``, started together, once all have finished."""
+    env = client_env()
     started = {
-        name: (time.time(), client(command, root / name, env))
-        for name, command in (("jdbc", beeline), ("connect", connect))
+        name: (time.time(), client(command, root / name, env)) for name, command in commands.items()
     }
-    return ClientRuns(**{name: finish(*run, root / name) for name, run in started.items()})
+    return {name: finish(*run, root / name) for name, run in started.items()}
+
+
+@pytest.fixture(scope="module")
+def refused_runs(server: Server, tmp_path_factory: pytest.TempPathFactory) -> RefusedRuns:
+    """Clients with wrong credentials or none, each trying to create a table, all at once."""
+    require(beeline_missing())
+    require(connect_client_missing())
+    connect_url = f"sc://localhost:{server.connect_port}"
+    create = f"CREATE TABLE default.{REFUSED_JDBC_TABLE} (a INT) USING parquet"
+    runs = run_clients(
+        {
+            "jdbc_wrong_password": beeline_command(server, create, "-n", USER, "-p", "wrong"),
+            "connect_wrong_token": [
+                sys.executable,
+                "-c",
+                REFUSED_CONNECT_CLIENT,
+                f"{connect_url}/;token=wrong-token",
+            ],
+            "connect_no_token": [sys.executable, "-c", REFUSED_CONNECT_CLIENT, connect_url],
+        },
+        tmp_path_factory.mktemp("refused"),
+    )
+    return RefusedRuns(**runs)
+
+
+@pytest.fixture(scope="module")
+def client_runs(
+    server: Server, refused_runs: RefusedRuns, tmp_path_factory: pytest.TempPathFactory
+) -> ClientRuns:
+    """beeline and a Spark Connect client with the right credentials, started together once
+    the refused clients have finished, each running its lifecycle; and beeline asking for
+    Spark's JSON error format."""
+    connect_url = f"sc://localhost:{server.connect_port}/;token={TOKEN}"
+    runs = run_clients(
+        {
+            "jdbc": beeline_command(server, JDBC_SCRIPT, "-n", USER, "-p", PASSWORD),
+            "connect": [sys.executable, "-c", CONNECT_CLIENT, connect_url],
+            "jdbc_standard_error": beeline_command(
+                server, JDBC_STANDARD_ERROR_SCRIPT, "-n", USER, "-p", PASSWORD
+            ),
+        },
+        tmp_path_factory.mktemp("clients"),
+    )
+    return ClientRuns(**runs)
 
 
 def client(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -395,6 +498,8 @@ def test_spark_connect_runs_the_lifecycle_and_gets_clean_errors(client_runs: Cli
     assert error["sql_state"] == "42P01", error
     assert error["text"].startswith("[MATERIALIZED_VIEW_NOT_FOUND] The materialized view "), error
     assert error["text"].endswith("SQLSTATE: 42P01"), error
+    assert error["parameters"] == {"name": "connect_db.no_such_view"}, error
+    assert error["message"] == error["text"], error
     assert_no_stack(error["text"])
 
 
@@ -405,6 +510,106 @@ def test_two_clients_at_once(client_runs: ClientRuns) -> None:
     assert found["started"] < jdbc.ended and jdbc.started < found["ended"], (jdbc, found)
     assert csv_results(jdbc.stdout)["v_region,v_n,v_total"] == JDBC_ROWS, jdbc
     assert found["view"] == CONNECT_ROWS, found
+
+
+def listening_addresses(port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The local addresses of the sockets listening on TCP ``port`` (Linux's /proc/net)."""
+    found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
+    for table, size in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        if not os.path.exists(table):
+            continue
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            address, port_hex = fields[1].split(":")
+            if fields[3] != "0A" or int(port_hex, 16) != port:  # 0A: LISTEN
+                continue
+            # the address in 32-bit words, each in the host's (little-endian) byte order
+            raw = b"".join(bytes.fromhex(address[i : i + 8])[::-1] for i in range(0, size * 2, 8))
+            found.append(ipaddress.ip_address(raw))
+    return found
+
+
+def loopback(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+def test_both_servers_listen_on_loopback_by_default(server: Server) -> None:
+    if not os.path.exists("/proc/net/tcp"):
+        pytest.skip("no /proc/net/tcp to read the listening sockets from")
+    for port in (server.thrift_port, server.connect_port):
+        addresses = listening_addresses(port)
+        assert addresses, f"nothing listens on port {port}"
+        assert all(loopback(address) for address in addresses), (port, addresses)
+
+
+def test_wrong_credentials_are_refused_and_nothing_runs(
+    refused_runs: RefusedRuns, client_runs: ClientRuns
+) -> None:
+    jdbc = refused_runs.jdbc_wrong_password
+    assert jdbc.returncode != 0, jdbc
+    assert "Error validating the login" in jdbc.stderr, jdbc
+    assert_no_stack(jdbc.stderr)
+    for run, said in (
+        (refused_runs.connect_wrong_token, "Invalid authentication token"),
+        (refused_runs.connect_no_token, "No authentication token provided"),
+    ):
+        found = connect_result(run)
+        assert "ran" not in found, found
+        assert found["type"] == "SparkConnectGrpcException", found
+        assert "StatusCode.UNAUTHENTICATED" in found["text"] and said in found["text"], found
+    # The lifecycle clients, with the right credentials, ran afterwards and found no table.
+    assert connect_result(client_runs.connect)["default_tables"] == [], client_runs.connect
+
+
+def test_jdbc_errors_in_sparks_json_format(client_runs: ClientRuns) -> None:
+    """With spark.sql.error.messageFormat=STANDARD the JDBC server renders a sparkmv error as
+    it renders Spark's: class, template (from Spark's registry), SQLSTATE and parameters."""
+    run = client_runs.jdbc_standard_error
+    assert run.returncode != 0, run
+    start = run.stderr.index("{")
+    rendered, _ = json.JSONDecoder().raw_decode(run.stderr[start:])
+    assert rendered["errorClass"] == "MATERIALIZED_VIEW_NOT_FOUND", run
+    assert rendered["sqlState"] == "42P01", run
+    assert rendered["messageParameters"] == {"name": "default.no_such_view"}, run
+    assert rendered["messageTemplate"].startswith("The materialized view <name> cannot"), run
+
+
+def test_servers_off_loopback_without_credentials_are_announced_with_a_warning() -> None:
+    assert is_loopback("localhost") and is_loopback("127.0.0.1") and is_loopback("::1")
+    assert not is_loopback("0.0.0.0") and not is_loopback("no-such-host.invalid")
+    running = [(THRIFT, "jdbc:hive2://0.0.0.0:1", True), (CONNECT, "sc://0.0.0.0:2", False)]
+    lines = announcements("0.0.0.0", running)
+    assert lines[:2] == [
+        "JDBC (Thrift) server on jdbc:hive2://0.0.0.0:1 (user name and password required)",
+        "Spark Connect server on sc://0.0.0.0:2",
+    ]
+    assert lines[2:] == [
+        "warning: the Spark Connect server listens on 0.0.0.0 without authentication: anyone "
+        "who reaches it runs any statement as this application (--token-file requires "
+        "credentials)"
+    ]
+    assert len(announcements("localhost", running)) == 2  # loopback: no warning
+
+
+def test_an_empty_token_file_stops_the_server_before_spark_starts(tmp_path: Path) -> None:
+    empty = tmp_path / "token"
+    empty.write_text("\n")
+    completed = subprocess.run(
+        [str(SPARKMV), "server", "--token-file", str(empty)],
+        cwd=tmp_path,
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        timeout=CLIENT_TIMEOUT,
+        check=False,
+    )
+    assert completed.returncode == 1, completed
+    assert completed.stderr.startswith("Error: [SERVER_CREDENTIALS_UNUSABLE] The token file "), (
+        completed
+    )
+    assert "its first line is empty" in completed.stderr, completed
+    assert not (tmp_path / "spark-warehouse").exists(), completed
 
 
 def test_sigint_stops_the_server_and_the_views_persist(

@@ -265,11 +265,14 @@ _CALL_SITE_SWITCH = "_enable_debugging_cache"  # pyspark.errors.utils.is_debuggi
 
 
 def java_exception(spark: SparkSession, error: SparkMvError) -> Any:
-    """A JVM ``SparkMvException`` carrying ``error``'s class, SQLSTATE and message."""
+    """A JVM ``SparkMvException`` carrying ``error``'s class, SQLSTATE, message and the
+    message's parameters."""
     constructor: Any = spark._jvm
     for part in EXCEPTION_CLASS.split("."):
         constructor = getattr(constructor, part)
-    return constructor(error.error_class.name, error.sql_state, error.message)
+    return constructor(
+        error.error_class.name, error.sql_state, error.message, json.dumps(error.params)
+    )
 
 
 def _first_line(sql_text: str) -> str:

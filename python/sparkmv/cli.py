@@ -10,7 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from sparkmv.config import CONNECT_PORT, CONSOLE_PROGRESS_CONF, SERVER_APPLICATION_CONF, THRIFT_PORT
+from sparkmv.config import (
+    CONNECT_PORT,
+    CONSOLE_PROGRESS_CONF,
+    SERVER_APPLICATION_CONF,
+    SERVER_HOST,
+    THRIFT_PORT,
+)
 from sparkmv.errors import SparkMvError
 from sparkmv.jar import JarBuildError, jar_path
 from sparkmv.shell import Shell, split_statements
@@ -46,6 +52,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=CONNECT_PORT,
         metavar="PORT",
         help=f"Spark Connect server port ({CONNECT_PORT}; 0: no Spark Connect server)",
+    )
+    server.add_argument(
+        "--host",
+        type=host_name,
+        default=SERVER_HOST,
+        help=f"address both servers listen on ({SERVER_HOST}: this machine only; 0.0.0.0: "
+        "every IPv4 interface)",
+    )
+    token = server.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="Spark Connect clients must pass the token on this file's first line "
+        "(sc://host:port/;token=TOKEN)",
+    )
+    token.add_argument(
+        "--token",
+        help="the same, with the token itself (visible to other users in the process list)",
+    )
+    server.add_argument(
+        "--password-file",
+        type=Path,
+        metavar="FILE",
+        help="JDBC clients must log in with a user name and password listed in FILE, one "
+        "user:password per line (read at every login; keep it readable by this user only)",
     )
     _session_options(server)
     commands.add_parser("jar", help="print the path of the extension jar (building it if needed)")
@@ -105,6 +137,13 @@ def conf_pair(text: str) -> tuple[str, str]:
     return key, value
 
 
+def host_name(text: str) -> str:
+    """A host name or address to listen on (an argparse ``type``)."""
+    if not text.strip() or any(character.isspace() for character in text):
+        raise argparse.ArgumentTypeError(f"takes a host name or address, got {text!r}")
+    return text
+
+
 def port_number(text: str) -> int:
     """A TCP port, 0 to 65535 (an argparse ``type``)."""
     if not text.isdigit() or int(text) > 65535:
@@ -116,9 +155,14 @@ def _run_server(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; exit code 0 after a clean stop, 1 if a server could
     not start."""
     import sparkmv
-    from sparkmv.server import driver_alive, serve
+    from sparkmv.server import driver_alive, read_token_file, serve
 
     logging.getLogger("py4j").setLevel(logging.ERROR)
+    try:
+        token = args.token if args.token_file is None else read_token_file(args.token_file)
+    except SparkMvError as error:
+        print(f"Error: {error}", file=sys.stderr)
+        return 1
     try:
         spark = sparkmv.session(
             args.warehouse,
@@ -128,7 +172,15 @@ def _run_server(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C while Spark starts: nothing to stop yet
         return 130
     try:
-        serve(spark, args.thrift_port, args.connect_port, out=sys.stdout)
+        serve(
+            spark,
+            args.thrift_port,
+            args.connect_port,
+            host=args.host,
+            token=token,
+            password_file=args.password_file,
+            out=sys.stdout,
+        )
     except SparkMvError as error:
         print(f"Error: {error}", file=sys.stderr)
         return 1

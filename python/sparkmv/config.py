@@ -112,6 +112,27 @@ THRIFT_PORT_CONF = "hive.server2.thrift.port"
 """HiveServer2's port, read from the session conf when the Thrift server starts."""
 CONNECT_PORT_CONF = "spark.connect.grpc.binding.port"
 """Spark Connect's port, read from the application's conf when its server starts."""
+SERVER_HOST = "localhost"
+"""The address ``sparkmv server`` binds both servers to: loopback, so only this machine's
+clients reach them unless ``--host`` says otherwise."""
+THRIFT_BIND_HOST_CONF = "hive.server2.thrift.bind.host"
+"""HiveServer2's bind address, read from the session conf when the Thrift server starts (the
+environment variable ``HIVE_SERVER2_THRIFT_BIND_HOST``, if set, wins over it)."""
+CONNECT_BIND_ADDRESS_CONF = "spark.connect.grpc.binding.address"
+"""Spark Connect's bind address, read from the application's conf when its server starts
+(unset: every interface)."""
+CONNECT_TOKEN_CONF = "spark.connect.authenticate.token"
+"""Spark Connect's pre-shared token: with one, the server refuses calls without it (clients:
+``sc://host:port/;token=...``). Read from the application's conf when the server starts."""
+CONNECT_TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+"""The environment variable Spark Connect reads its token from when the conf has none (the
+Python client reads it too)."""
+THRIFT_AUTHENTICATION_CONF = "hive.server2.authentication"
+"""HiveServer2's authentication mode (``NONE`` by default: any user name and password)."""
+THRIFT_CUSTOM_AUTHENTICATION_CLASS_CONF = "hive.server2.custom.authentication.class"
+"""The class that checks user names and passwords in HiveServer2's ``CUSTOM`` mode."""
+PASSWORD_FILE_AUTHENTICATOR_CLASS = "io.sparkmv.auth.PasswordFileAuthenticator"
+"""The shim's check of JDBC logins against a password file (``--password-file``)."""
 SERVER_SHUTDOWN_GRACE_SECONDS = 60.0
 """How long a stopping server waits for the statements sparkmv is running (a refresh, a
 captured write) before it stops the JVM anyway."""

@@ -3,10 +3,19 @@
 An error class has a SQLSTATE and a message template. ``SparkMvError`` carries one to the
 bridge, which turns it into a Spark-style ``AnalysisException`` on the JVM side (class
 ``io.sparkmv.bridge.SparkMvException``), so users see ``[CLASS] message SQLSTATE: xxxxx``.
+
+The JVM gets these classes too: the shim's jar carries them as a JSON file in Spark's format
+(``error_conditions_json``, written by ``sparkmv.jar``), which the shim adds to Spark's
+error-class registry, so that Spark's own lookups by class (PySpark's ``getMessage()``, the
+JSON error formats) render them as they render Spark's (docs/sql-reference.md#errors). Three
+classes are Spark's own (``SPARK_DEFINED``): sparkmv raises them with Spark's parameters, and
+Spark's registry keeps Spark's message for them.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -22,13 +31,13 @@ class ErrorClass(Enum):
 
     RECURSION_LEVEL_LIMIT_EXCEEDED = ErrorSpec(
         "42836",
-        "Recursion level limit {limit} reached but query has not exhausted, try increasing it "
+        "Recursion level limit {levelLimit} reached but query has not exhausted, try increasing it "
         "like 'WITH RECURSIVE t(col) MAX RECURSION LEVEL 200' (the view's query fails so over "
         "the base tables as they are now; the view keeps its rows).",
     )
     RECURSION_ROW_LIMIT_EXCEEDED = ErrorSpec(
         "42836",
-        "Recursion row limit {limit} reached but query has not exhausted (the view's query "
+        "Recursion row limit {rowLimit} reached but query has not exhausted (the view's query "
         "fails so over the base tables as they are now; the view keeps its rows).",
     )
     MATERIALIZED_VIEW_ALREADY_EXISTS = ErrorSpec(
@@ -157,8 +166,13 @@ class ErrorClass(Enum):
     )
     SERVER_START_FAILED = ErrorSpec(
         "58030",
-        "The {server} server cannot start on port {port}: {detail}. Stop what uses the port or "
-        "choose another one ({option}; 0 turns this server off).",
+        "The {server} server cannot start on {address}: {detail}. Stop what uses the port or "
+        "choose another one ({option}; 0 turns this server off), and listen on an address of "
+        "this machine (--host).",
+    )
+    SERVER_CREDENTIALS_UNUSABLE = ErrorSpec(
+        "22023",
+        "The {what} cannot be used: {detail}. {hint}",
     )
     SERVER_NEEDS_APPLICATION_CONF = ErrorSpec(
         "55000",
@@ -184,6 +198,12 @@ class ErrorClass(Enum):
         "58000",
         "The Spark driver's JVM exited (exit code {code}) while the servers ran; their clients "
         "were disconnected. Its log above says why.",
+    )
+    MATERIALIZED_VIEW_HANDLER_NOT_ATTACHED = ErrorSpec(
+        "55000",
+        "Materialized view statements need the sparkmv Python handler, and none is attached to "
+        "this Spark application. In Python call `sparkmv.attach(spark)` after building the "
+        "session (or build it with `sparkmv.session()`).",
     )
     MATERIALIZED_VIEW_INTERNAL_ERROR = ErrorSpec(
         "XX000",
@@ -214,3 +234,34 @@ class SparkMvError(Exception):
 
     def __str__(self) -> str:
         return f"[{self.error_class.name}] {self.message} SQLSTATE: {self.sql_state}"
+
+
+SPARK_DEFINED = frozenset(
+    {
+        ErrorClass.RECURSION_LEVEL_LIMIT_EXCEEDED,
+        ErrorClass.RECURSION_ROW_LIMIT_EXCEEDED,
+        ErrorClass.MERGE_CARDINALITY_VIOLATION,
+    }
+)
+"""Classes Spark's own registry defines: sparkmv raises them with the parameters Spark's
+message names (``levelLimit``, ``rowLimit``), in its own wording; Spark's registry keeps
+Spark's wording for them, so PySpark's ``getMessage()`` of one is Spark's message."""
+
+_PARAMETER = re.compile(r"\{(\w+)\}")
+
+
+def spark_template(template: str) -> str:
+    """A template of this module in Spark's notation: ``{name}`` becomes ``<name>``."""
+    return _PARAMETER.sub(r"<\1>", template)
+
+
+def error_conditions_json() -> str:
+    """sparkmv's error classes in the format of Spark's ``error/error-conditions.json``
+    (``{"CLASS": {"message": [template], "sqlState": "xxxxx"}}``), without ``SPARK_DEFINED``:
+    the shim's jar carries it, and the shim adds it to Spark's registry."""
+    conditions = {
+        error.name: {"message": [spark_template(error.value.template)], "sqlState": error.sql_state}
+        for error in ErrorClass
+        if error not in SPARK_DEFINED
+    }
+    return json.dumps(conditions, indent=2, sort_keys=True) + "\n"

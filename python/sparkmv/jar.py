@@ -15,7 +15,12 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from sparkmv.errors import error_conditions_json
+
 JAR_NAME = "sparkmv-shim.jar"
+ERROR_CONDITIONS_RESOURCE = "io/sparkmv/error-conditions.json"
+"""sparkmv's error classes inside the jar (``errors.error_conditions_json``), read by the
+shim's ``SparkMvErrors``."""
 _PACKAGE_DIR = Path(__file__).resolve().parent
 _SOURCES_DIR = _PACKAGE_DIR / "shim"
 """The shim's Scala sources: in a checkout a link to ``scala-shim/src/main/scala``, in an
@@ -50,7 +55,8 @@ def jar_path() -> str:
 def built_jar(jar: Path, sources: Path, classpath: tuple[Path, ...] = ()) -> str:
     """``jar`` compiled from the Scala files under ``sources`` against pyspark's jars and
     ``classpath``: rebuilt when the digest of those sources (and of the ``classpath`` jars)
-    differs from the one stamped beside it (``<jar>.sha256``). Also builds the test jar of
+    differs from the one stamped beside it (``<jar>.sha256``); the jar also carries the error
+    classes of ``sparkmv.errors`` (``ERROR_CONDITIONS_RESOURCE``). Also builds the test jar of
     the shim's test sources (``tests/test_jar.py``), never shipped."""
     digest = _sources_digest(sources, classpath)
     stamp = jar.with_suffix(".sha256")
@@ -70,6 +76,7 @@ def _sources_digest(sources: Path, classpath: tuple[Path, ...]) -> str:
     for source in _scala_sources(sources):
         sha.update(str(source.relative_to(sources)).encode())
         sha.update(source.read_bytes())
+    sha.update(error_conditions_json().encode())
     for jar in classpath:
         sha.update(jar.read_bytes())
     return sha.hexdigest()
@@ -134,3 +141,4 @@ def _write_jar(classes: Path, target: Path) -> None:
         archive.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: sparkmv\n")
         for path in sorted(classes.rglob("*.class")):
             archive.write(path, str(path.relative_to(classes)))
+        archive.writestr(ERROR_CONDITIONS_RESOURCE, error_conditions_json())

@@ -6,6 +6,13 @@ this process's handler; each runs in the client's own session (``bridge.Handler.
 Clients' sessions get ``config.SERVER_SESSION_CONF``: errors reach them as Spark errors (class,
 message, SQLSTATE), not as JVM stack traces.
 
+Access: both servers listen on ``host`` (loopback unless told otherwise). The Spark Connect
+server can require a pre-shared token (Spark's own ``spark.connect.authenticate.token``:
+clients connect to ``sc://host:port/;token=...``), the JDBC server a user name and password
+from a password file (HiveServer2's ``CUSTOM`` authentication with the shim's
+``PasswordFileAuthenticator``). A server on a non-loopback address without them gets a
+warning: anyone who reaches it runs any statement as this application.
+
 Shutdown (SIGINT, SIGTERM, or ``Servers.stop``): the Spark Connect server stops accepting
 calls, the handler refuses new statements (SERVER_SHUTTING_DOWN), and the statements sparkmv is
 running (a refresh, a captured write) get up to ``grace_seconds`` to finish; a second signal
@@ -17,14 +24,18 @@ run in.)
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
@@ -33,12 +44,20 @@ from pyspark.sql import SparkSession
 
 from sparkmv.bridge import running
 from sparkmv.config import (
+    CONNECT_BIND_ADDRESS_CONF,
     CONNECT_PORT,
     CONNECT_PORT_CONF,
+    CONNECT_TOKEN_CONF,
+    CONNECT_TOKEN_ENV,
     EXTENSION_CLASS,
+    PASSWORD_FILE_AUTHENTICATOR_CLASS,
     SERVER_APPLICATION_CONF,
+    SERVER_HOST,
     SERVER_SESSION_CONF,
     SERVER_SHUTDOWN_GRACE_SECONDS,
+    THRIFT_AUTHENTICATION_CONF,
+    THRIFT_BIND_HOST_CONF,
+    THRIFT_CUSTOM_AUTHENTICATION_CLASS_CONF,
     THRIFT_PORT,
     THRIFT_PORT_CONF,
     session_conf,
@@ -66,17 +85,28 @@ class Servers:
     spark: SparkSession
     thrift_port: int
     connect_port: int
+    host: str = SERVER_HOST
     thrift: Any = None  # the JVM's HiveThriftServer2
+    thrift_authenticated: bool = False
+    connect_authenticated: bool = False
     stopped: bool = field(default=False, init=False)
 
     def urls(self) -> list[tuple[str, str]]:
         """``(server, url)`` of each running server, for its clients."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
         found = []
         if self.thrift is not None:
-            found.append((THRIFT, f"jdbc:hive2://localhost:{self.thrift_port}"))
+            found.append((THRIFT, f"jdbc:hive2://{host}:{self.thrift_port}"))
         if self.connect_port:
-            found.append((CONNECT, f"sc://localhost:{self.connect_port}"))
+            found.append((CONNECT, f"sc://{host}:{self.connect_port}"))
         return found
+
+    def announcements(self) -> list[str]:
+        """What ``serve`` prints once the servers accept clients (``announcements``)."""
+        authenticated = {THRIFT: self.thrift_authenticated, CONNECT: self.connect_authenticated}
+        return announcements(
+            self.host, [(name, url, authenticated[name]) for name, url in self.urls()]
+        )
 
     def stop(
         self,
@@ -111,6 +141,31 @@ class Servers:
             _connect_class(self.spark).stop(jvm.scala.Option.empty(), jvm.scala.Option.empty())
 
 
+_REQUIRED = {
+    THRIFT: ("user name and password required", "--password-file"),
+    CONNECT: ("token required: sc://host:port/;token=...", "--token-file"),
+}
+
+
+def announcements(host: str, running: Sequence[tuple[str, str, bool]]) -> list[str]:
+    """A line per running server ``(name, url, authenticated)``: its URL and what it requires;
+    then, on a ``host`` that is not loopback, a warning per server that anyone who reaches
+    it may use."""
+    lines = [
+        f"{name} server on {url}" + (f" ({_REQUIRED[name][0]})" if authenticated else "")
+        for name, url, authenticated in running
+    ]
+    if not is_loopback(host):
+        lines.extend(
+            f"warning: the {name} server listens on {host} without authentication: anyone "
+            f"who reaches it runs any statement as this application ({_REQUIRED[name][1]} "
+            "requires credentials)"
+            for name, _, authenticated in running
+            if not authenticated
+        )
+    return lines
+
+
 def _let_running_finish(
     grace_seconds: float, cut_short: Callable[[], bool], out: TextIO | None
 ) -> None:
@@ -136,13 +191,22 @@ def serve(
     thrift_port: int = THRIFT_PORT,
     connect_port: int = CONNECT_PORT,
     *,
+    host: str = SERVER_HOST,
+    token: str | None = None,
+    password_file: str | os.PathLike[str] | None = None,
     block: bool = True,
     grace_seconds: float = SERVER_SHUTDOWN_GRACE_SECONDS,
     out: TextIO = sys.stdout,
 ) -> Servers:
     """Start a JDBC (Thrift) server on ``thrift_port`` and a Spark Connect server on
-    ``connect_port`` (0 turns one off) in ``spark``'s driver, and print a line with each
+    ``connect_port`` (0 turns one off) in ``spark``'s driver, both listening on ``host``
+    (loopback by default; ``"0.0.0.0"``: every IPv4 interface), and print a line with each
     one's URL once it accepts clients.
+
+    ``token``: Spark Connect clients must pass it (``sc://host:port/;token=...``).
+    ``password_file``: JDBC clients must log in with a user name and password listed in it
+    (one ``user:password`` per line; read at every login). On a non-loopback ``host``, a
+    server without them gets a printed warning.
 
     With ``block`` (the default; main thread only), serve until SIGINT (Ctrl-C) or SIGTERM,
     then stop the servers (``Servers.stop``) and return; stopping the session is the
@@ -152,7 +216,8 @@ def serve(
     ``sparkmv.session(warehouse, **SERVER_APPLICATION_CONF)`` (it is attached if it was not).
     Raises SERVER_NEEDS_APPLICATION_CONF without that conf, SERVER_NEEDS_DRIVER_CLASS_PATH for
     a JDBC server in an application that loaded the shim from ``--jars`` only, and
-    SERVER_START_FAILED when a port cannot be used (nothing is left running then).
+    SERVER_START_FAILED when a port cannot be used and SERVER_CREDENTIALS_UNUSABLE for a
+    password file without credentials (nothing is left running then).
     """
     if block and threading.current_thread() is not threading.main_thread():
         raise ValueError(
@@ -164,18 +229,20 @@ def serve(
     if thrift_port:
         _require_shim_on_class_path(spark)
     _set_client_session_defaults(spark)
-    servers = Servers(spark, thrift_port, connect_port)
+    servers = Servers(spark, thrift_port, connect_port, host)
     try:
         if thrift_port:
-            servers.thrift = _start_thrift(spark, thrift_port)
+            servers.thrift = _start_thrift(spark, thrift_port, host, password_file)
+            servers.thrift_authenticated = password_file is not None or _thrift_authenticates(spark)
         if connect_port:
-            _start_connect(spark, connect_port)
+            _start_connect(spark, connect_port, host, token)
+            servers.connect_authenticated = token is not None or _connect_authenticates(spark)
     except BaseException:
         servers.connect_port = 0  # the last to start: it did not
         servers.stop(grace_seconds=0)
         raise
-    for name, url in servers.urls():
-        _say(out, f"{name} server on {url}")
+    for line in servers.announcements():
+        _say(out, line)
     if block:
         serve_until_signalled(servers, grace_seconds, out)
     return servers
@@ -281,32 +348,115 @@ def _require_shim_on_class_path(spark: SparkSession) -> None:
         raise SparkMvError(ErrorClass.SERVER_NEEDS_DRIVER_CLASS_PATH, jar=jar_path())
 
 
-def _start_thrift(spark: SparkSession, port: int) -> Any:
-    """HiveThriftServer2 on ``port``, listening when this returns; its port is read from the
-    session conf as it starts."""
-    server_class = helper(spark, _THRIFT_SERVER_CLASS)
+def is_loopback(host: str) -> bool:
+    """Whether every address ``host`` names is a loopback one (``localhost``, ``127.0.0.1``,
+    ``::1``): only this machine reaches a server bound there."""
     try:
-        with session_conf(spark, {THRIFT_PORT_CONF: str(port)}):
+        found = socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return False
+    return bool(found) and all(
+        ipaddress.ip_address(str(address[4][0]).split("%")[0]).is_loopback for address in found
+    )
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The Spark Connect token kept in the file at ``path`` (its first line), so that it
+    shows in no command line; SERVER_CREDENTIALS_UNUSABLE if unreadable or empty."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as error:
+        detail = error.strerror or str(error)
+        raise _unusable(f"token file {path}", detail, "--token-file") from None
+    token = lines[0].strip() if lines else ""
+    if not token:
+        raise _unusable(f"token file {path}", "its first line is empty", "--token-file")
+    return token
+
+
+def _unusable(what: str, detail: str, option: str) -> SparkMvError:
+    hints = {
+        "--token-file": "Give a file whose first line is the token (--token-file).",
+        "--password-file": "Give a file of user:password lines (--password-file).",
+    }
+    return SparkMvError(
+        ErrorClass.SERVER_CREDENTIALS_UNUSABLE, what=what, detail=detail, hint=hints[option]
+    )
+
+
+def _start_thrift(
+    spark: SparkSession, port: int, host: str, password_file: str | os.PathLike[str] | None
+) -> Any:
+    """HiveThriftServer2 on ``host:port``, listening when this returns, checking logins
+    against ``password_file`` if one is given; its settings are read from the session conf
+    as it starts."""
+    server_class = helper(spark, _THRIFT_SERVER_CLASS)
+    conf = {THRIFT_PORT_CONF: str(port), THRIFT_BIND_HOST_CONF: host}
+    if password_file is not None:
+        _use_password_file(spark, os.fspath(password_file))
+        conf[THRIFT_AUTHENTICATION_CONF] = "CUSTOM"
+        conf[THRIFT_CUSTOM_AUTHENTICATION_CLASS_CONF] = PASSWORD_FILE_AUTHENTICATOR_CLASS
+    try:
+        with session_conf(spark, conf):
             return server_class.startWithSparkSession(spark._jsparkSession, False)
     except Py4JJavaError as error:
-        raise _start_failed(THRIFT, port, "--thrift-port", error) from None
+        raise _start_failed(THRIFT, host, port, "--thrift-port", error) from None
 
 
-def _start_connect(spark: SparkSession, port: int) -> None:
-    """SparkConnectService on ``port``, listening when this returns; its port is read from
-    the application's conf as it starts."""
-    spark.sparkContext._conf.set(CONNECT_PORT_CONF, str(port))
+def _use_password_file(spark: SparkSession, path: str) -> None:
+    """Point the shim's authenticator at ``path``, and HiveServer2 at the authenticator.
+
+    HiveServer2 looks the class up, and builds it, with a fresh ``HiveConf`` of its own
+    (``CustomAuthenticationProviderImpl``), not the server's: it sees the JVM's system
+    properties, where the class name is set, and no path, which the authenticator keeps."""
+    try:
+        helper(spark, PASSWORD_FILE_AUTHENTICATOR_CLASS).use(path)
+    except Py4JJavaError as error:
+        raise _unusable(
+            f"password file {path}", _root_cause(error.java_exception), "--password-file"
+        ) from None
+    jvm: Any = spark._jvm
+    jvm.java.lang.System.setProperty(
+        THRIFT_CUSTOM_AUTHENTICATION_CLASS_CONF, PASSWORD_FILE_AUTHENTICATOR_CLASS
+    )
+
+
+def _thrift_authenticates(spark: SparkSession) -> bool:
+    """Whether the application's conf gives HiveServer2 an authentication of its own."""
+    for key in (THRIFT_AUTHENTICATION_CONF, f"spark.hadoop.{THRIFT_AUTHENTICATION_CONF}"):
+        mode = spark.conf.get(key, None)
+        if mode is not None and mode.upper() != "NONE":
+            return True
+    return False
+
+
+def _connect_authenticates(spark: SparkSession) -> bool:
+    """Whether Spark Connect has a token from the application's conf or the environment."""
+    conf: Any = spark.sparkContext._conf
+    return bool(conf.contains(CONNECT_TOKEN_CONF) or os.environ.get(CONNECT_TOKEN_ENV))
+
+
+def _start_connect(spark: SparkSession, port: int, host: str, token: str | None) -> None:
+    """SparkConnectService on ``host:port``, requiring ``token`` if one is given, listening
+    when this returns; its settings are read from the application's conf as it starts."""
+    conf: Any = spark.sparkContext._conf
+    conf.set(CONNECT_PORT_CONF, str(port))
+    conf.set(CONNECT_BIND_ADDRESS_CONF, host)
+    if token is not None:
+        conf.set(CONNECT_TOKEN_CONF, token)
     try:
         _connect_class(spark).start(spark._jsc.sc())
     except Py4JJavaError as error:
-        raise _start_failed(CONNECT, port, "--connect-port", error) from None
+        raise _start_failed(CONNECT, host, port, "--connect-port", error) from None
 
 
-def _start_failed(server: str, port: int, option: str, error: Py4JJavaError) -> SparkMvError:
+def _start_failed(
+    server: str, host: str, port: int, option: str, error: Py4JJavaError
+) -> SparkMvError:
     return SparkMvError(
         ErrorClass.SERVER_START_FAILED,
         server=server,
-        port=port,
+        address=f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         detail=_root_cause(error.java_exception),
         option=option,
     )

@@ -167,7 +167,7 @@ def _frontier(node: Recursive, engine: DeltaEngine, frontier: Relation, *, in_ch
                 f"a round of the change of the recursive CTE {node.ref.name} reached the"
                 f" recursion level limit ({limit}), which only the new fixpoint can confirm"
             )
-        raise SparkMvError(ErrorClass.RECURSION_LEVEL_LIMIT_EXCEEDED, limit=limit)
+        raise SparkMvError(ErrorClass.RECURSION_LEVEL_LIMIT_EXCEEDED, levelLimit=limit)
     return bool(row[0])
 
 
@@ -249,7 +249,7 @@ def _check_rows(node: Recursive, engine: DeltaEngine, state: Relation) -> None:
         return
     total = state.frame.agg(F.sum(F.col(WEIGHT))).collect()[0][0]
     if total is not None and int(total) >= limit:
-        raise SparkMvError(ErrorClass.RECURSION_ROW_LIMIT_EXCEEDED, limit=limit)
+        raise SparkMvError(ErrorClass.RECURSION_ROW_LIMIT_EXCEEDED, rowLimit=limit)
 
 
 def _change(node: Recursive, engine: DeltaEngine) -> Relation:

@@ -3,6 +3,7 @@ package io.sparkmv
 import org.apache.spark.sql.SparkSessionExtensions
 
 import io.sparkmv.analysis.{CaptureTrackedWrites, DropMaterializedViewsWithDatabase, GuardMaterializedViewEntries, PlanRowLevelWrites, RerouteSparkMaterializedView}
+import io.sparkmv.bridge.SparkMvErrors
 import io.sparkmv.parser.SparkMvParser
 
 /**
@@ -13,6 +14,8 @@ import io.sparkmv.parser.SparkMvParser
  */
 class SparkMvExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
+    // errors
+    SparkMvErrors.registerWithSpark()
     // parser
     extensions.injectParser((_, delegate) => new SparkMvParser(delegate))
     // analyzer

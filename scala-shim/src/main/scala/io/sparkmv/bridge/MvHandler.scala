@@ -103,10 +103,5 @@ object MvHandlerRegistry {
   }
 
   private def handler: MvHandler = current.getOrElse(
-    throw SparkMvException(
-      "MATERIALIZED_VIEW_HANDLER_NOT_ATTACHED",
-      "55000",
-      "Materialized view statements need the sparkmv Python handler, and none is attached to " +
-        "this Spark application. In Python call `sparkmv.attach(spark)` after building the " +
-        "session (or build it with `sparkmv.session()`)."))
+    throw SparkMvErrors.exception("MATERIALIZED_VIEW_HANDLER_NOT_ATTACHED"))
 }

@@ -1,23 +1,58 @@
 package io.sparkmv.bridge
 
+import scala.jdk.CollectionConverters._
+
+import com.fasterxml.jackson.core.`type`.TypeReference
+import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.sql.AnalysisException
 
 /**
- * A Spark-style error raised by sparkmv: an error class, a SQLSTATE and a message that says
- * what to do. The error classes themselves are defined once, in `sparkmv/errors.py`.
+ * A Spark-style error raised by sparkmv: an error class, a SQLSTATE, the parameters of the
+ * class's message and the message they fill in, which says what to do. The error classes
+ * themselves are defined once, in `sparkmv/errors.py`; the jar carries them as
+ * [[SparkMvErrors.Resource]].
+ *
+ * The exception answers `getCondition`, `getSqlState`, `getMessageParameters` and
+ * `getMessage` itself, so every client that asks the exception (Spark Connect, the JDBC
+ * server, PySpark's accessors) sees sparkmv's class without a registry lookup; lookups by
+ * class name in Spark's registry (PySpark's `getMessage()`) find it there too
+ * ([[SparkMvErrors.registerWithSpark]]).
  */
-class SparkMvException(errorClass: String, state: String, text: String)
+class SparkMvException(
+    condition: String,
+    state: String,
+    text: String,
+    parameters: Map[String, String])
     extends AnalysisException(
-      message = s"[$errorClass] $text SQLSTATE: $state",
+      message = s"[$condition] $text SQLSTATE: $state",
       line = None,
       startPosition = None,
       cause = None,
-      errorClass = Some(errorClass),
-      messageParameters = Map("message" -> text),
+      errorClass = Some(condition),
+      messageParameters = parameters,
       context = Array.empty,
-      sqlState = Some(state))
+      sqlState = Some(state)) {
+
+  /**
+   * What the Python side raises (`sparkmv.bridge.java_exception`): `parametersJson` is a
+   * JSON object of the message's parameters (strings), `text` the template filled with them.
+   */
+  def this(condition: String, state: String, text: String, parametersJson: String) =
+    this(condition, state, text, SparkMvException.parameters(parametersJson))
+
+  override def getCondition: String = condition
+
+  override def getSqlState: String = state
+
+  override def getMessageParameters: java.util.Map[String, String] = parameters.asJava
+}
 
 object SparkMvException {
-  def apply(errorClass: String, sqlState: String, message: String): SparkMvException =
-    new SparkMvException(errorClass, sqlState, message)
+  private val mapper = new ObjectMapper()
+
+  private def parameters(json: String): Map[String, String] =
+    mapper
+      .readValue(json, new TypeReference[java.util.Map[String, String]]() {})
+      .asScala
+      .toMap
 }

@@ -1,12 +1,15 @@
 package org.apache.spark.sql.sparkmv
 
+import java.net.URL
+
+import org.apache.spark.{ErrorClassesJsonReader, SparkThrowableHelper}
 import org.apache.spark.sql.{DataFrame, Observation, Row, SparkSession}
 import org.apache.spark.sql.catalyst.expressions.InSet
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.connector.catalog.{CatalogManager, CatalogPlugin}
 
-/** The only places the shim needs Spark's `private[sql]` API. */
+/** The only places the shim needs Spark's `private[sql]` (and `private[spark]`) API. */
 object SparkInternals {
 
   /**
@@ -69,4 +72,24 @@ object SparkInternals {
 
   private def classicOf(frame: DataFrame): classic.Dataset[Row] =
     frame.asInstanceOf[classic.Dataset[Row]]
+
+  /**
+   * Adds the error classes of the JSON file at `conditions` (Spark's format) to Spark's own
+   * registry, `SparkThrowableHelper.errorReader`, keeping Spark's definition of any class it
+   * has. Spark reads its registry from one file and offers no way to add to it, so its map
+   * is replaced, by reflection, with the union (one reference swap: readers see the old map
+   * or the new one). Idempotent.
+   */
+  def addErrorClasses(conditions: URL): Unit = synchronized {
+    val registry = SparkThrowableHelper.errorReader
+    val known = registry.errorInfoMap
+    val added = new ErrorClassesJsonReader(Seq(conditions)).errorInfoMap.filter {
+      case (name, _) => !known.contains(name)
+    }
+    if (added.nonEmpty) {
+      val field = classOf[ErrorClassesJsonReader].getDeclaredField("errorInfoMap")
+      field.setAccessible(true)
+      field.set(registry, known ++ added)
+    }
+  }
 }
