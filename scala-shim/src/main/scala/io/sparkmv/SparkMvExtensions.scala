@@ -3,6 +3,7 @@ package io.sparkmv
 import org.apache.spark.sql.SparkSessionExtensions
 
 import io.sparkmv.analysis.{CaptureTrackedWrites, DropMaterializedViewsWithDatabase, GuardMaterializedViewEntries, PlanRowLevelWrites, RerouteSparkMaterializedView}
+import io.sparkmv.functions.RefreshHistoryFunction
 import io.sparkmv.parser.SparkMvParser
 
 /**
@@ -21,5 +22,7 @@ class SparkMvExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPostHocResolutionRule(_ => CaptureTrackedWrites)
     extensions.injectPostHocResolutionRule(GuardMaterializedViewEntries(_))
     extensions.injectPostHocResolutionRule(_ => DropMaterializedViewsWithDatabase)
+    // functions
+    extensions.injectTableFunction(RefreshHistoryFunction.description)
   }
 }
