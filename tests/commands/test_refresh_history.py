@@ -11,8 +11,11 @@ import pytest
 from conftest import run_crash_step, session_confs
 from pyspark.errors import PySparkException
 from pyspark.sql import Row, SparkSession
+from sparkmv.catalog import history as store
+from sparkmv.catalog.history import RefreshRecord, Status, Trigger
 from sparkmv.config import HISTORY_RETENTION
 from sparkmv.faults import CRASH_EXIT_CODE
+from sparkmv.identifiers import TableName
 
 QUERY = "SELECT k, count(*) AS n, sum(v) AS total FROM t GROUP BY k"
 
@@ -157,6 +160,12 @@ def test_drop_removes_the_history_and_replace_keeps_it(spark: SparkSession, view
     spark.sql("DROP MATERIALIZED VIEW v")
     spark.sql(f"CREATE MATERIALIZED VIEW v AS {QUERY}")
     assert history(spark, "v") == []
+    # A DROP that died after its commit left a history behind: CREATE removes it.
+    db = view.split(".")[0]
+    left = RefreshRecord(f"{db}.u", 1, 2, Trigger.STATEMENT.value, Status.SUCCEEDED.value)
+    store.append(spark, TableName(name="u", database=db), left, retention=10)
+    spark.sql("CREATE MATERIALIZED VIEW u AS SELECT k FROM t")
+    assert history(spark, "u") == []
 
 
 @pytest.mark.parametrize(
@@ -214,3 +223,8 @@ def test_a_crash_mid_refresh_records_no_success(tmp_path: Path, point: str) -> N
     assert f"HISTORY []\nROWS {rows}\nHISTORY ['{status}']\nROWS [1, 2, 3]" in checked.stdout, (
         checked.stdout
     )
+
+
+def test_explain_says_what_show_refreshes_would_do(spark: SparkSession, view: str) -> None:
+    (plan,) = spark.sql("EXPLAIN SHOW MATERIALIZED VIEW REFRESHES FOR v").collect()
+    assert "Execute SHOW MATERIALIZED VIEW REFRESHES" in plan[0]

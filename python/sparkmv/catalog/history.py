@@ -133,7 +133,14 @@ def read(
     for file, directory in files:
         if limit is not None and len(records) >= limit:
             break
-        record = RefreshRecord.from_json(fs.read_text(spark, f"{directory}/{file}"))
+        path = f"{directory}/{file}"
+        try:
+            text = fs.read_text(spark, path)
+        except Exception:
+            if fs.exists(spark, path):
+                raise
+            continue  # removed since the listing, by another refresh's retention or a DROP
+        record = RefreshRecord.from_json(text)
         if record is not None:
             records.append(record)
     return records
