@@ -117,12 +117,23 @@ def keeps_row_order(sql: str) -> bool:
     return first_word in UNSORTED_PREFIXES or re.search(r"\bORDER\s+BY\b", sql, re.I) is not None
 
 
+UNSTABLE_COLUMNS = {
+    "duration_ms": "[duration]",
+    "estimated_ms": "[estimate]",  # corrected by the view's measured durations
+    "spark_jobs": "[jobs]",  # the refresh's own steps, pinned by tests/test_jobs.py
+    "bytes_read": "[bytes]",
+}
+"""Columns whose values differ between runs (wall-clock time, what it corrects) or follow
+internals other tests pin: a non-NULL value becomes its placeholder."""
+
+
 def format_row(row: Row, columns: list[str]) -> str:
-    """Values tab-separated; a REFRESH duration (wall-clock time) becomes ``[duration]``."""
+    """Values tab-separated; a REFRESH duration (wall-clock time) becomes ``[duration]``, and
+    so on (``UNSTABLE_COLUMNS``)."""
     values = [format_value(value) for value in row]
     for index, column in enumerate(columns):
-        if column == "duration_ms" and row[index] is not None:
-            values[index] = "[duration]"
+        if column in UNSTABLE_COLUMNS and row[index] is not None:
+            values[index] = UNSTABLE_COLUMNS[column]
     if values and values[0] == "Last Refresh Duration" and len(values) > 1:
         values[1] = "[duration]"
     return "\t".join(values)

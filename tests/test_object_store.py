@@ -33,16 +33,19 @@ from sparkmv.errors import ErrorClass, SparkMvError
 
 SAMPLE = (
     "tests/capture/test_write_capture.py",
+    "tests/catalog/test_history.py",
     "tests/apply/test_atomicity.py::test_crash_during_refresh_recovers[rows]",
     "tests/test_differential_fleet.py",
 )
 """What ``make test`` runs on the store (kept small: a few minutes): captured appends,
-overwrites and copy-on-write writes, a crash before and after a refresh's commit, and the
+overwrites and copy-on-write writes, the refresh history's files, a crash before and after a
+refresh's commit, and the
 seeded fleet of random views (every view checked against its query after every refresh).
 ``FULL_SAMPLE`` (the capture and crash tests, all of which passed on the store) runs with
 ``SPARKMV_OBJECT_STORE_SAMPLE=full``."""
 FULL_SAMPLE = (
     "tests/capture",
+    "tests/catalog/test_history.py",
     "tests/apply/test_atomicity.py",
     "tests/test_persistence.py",
     "tests/test_differential_fleet.py",

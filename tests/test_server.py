@@ -67,6 +67,9 @@ REFRESH MATERIALIZED VIEW by_region;
 SELECT region AS v_region, n AS v_n, total AS v_total FROM by_region ORDER BY region;
 {ORACLE};
 DESCRIBE MATERIALIZED VIEW EXTENDED by_region;
+SELECT view AS h_view, trigger AS h_trigger, status AS h_status, mode AS h_mode
+  FROM sparkmv_refresh_history('by_region') WHERE status = 'SUCCEEDED';
+SHOW MATERIALIZED VIEW REFRESHES FOR by_region LIMIT 1;
 REFRESH MATERIALIZED VIEW no_such_view;
 """
 JDBC_ROWS = [["east", "1", "1"], ["north", "1", "10"], ["south", "2", "27"]]
@@ -112,6 +115,10 @@ found["full_refresh"] = rows("REFRESH MATERIALIZED VIEW by_region FULL")
 found["view"] = rows("SELECT * FROM by_region ORDER BY region")
 found["oracle"] = rows({ORACLE!r})[0]
 found["show"] = rows("SHOW MATERIALIZED VIEWS")
+found["history"] = rows(
+    "SELECT view, trigger, status, mode FROM sparkmv_refresh_history('by_region') ORDER BY started"
+)
+found["show_refreshes"] = rows("SHOW MATERIALIZED VIEW REFRESHES FOR by_region LIMIT 1")
 try:
     spark.sql("REFRESH MATERIALIZED VIEW no_such_view").collect()
 except Exception as error:
@@ -441,8 +448,14 @@ def csv_results(stdout: str) -> dict[str, list[list[str]]]:
 
 
 REFRESH_HEADER = "mode,reason,rows_inserted,rows_deleted,irrelevant_rows,duration_ms"
+HISTORY_HEADER = (
+    "view,started,ended,duration_ms,trigger,status,mode,reason,estimated_ms,rows_inserted,"
+    "rows_deleted,irrelevant_rows,base_versions,spark_jobs,bytes_read,error_class,error_message"
+)
 HEADERS = {
     REFRESH_HEADER,
+    HISTORY_HEADER,
+    "h_view,h_trigger,h_status,h_mode",
     "v_region,v_n,v_total",
     "extra_rows,missing_rows",
     "col_name,data_type,comment",
@@ -464,6 +477,11 @@ def test_beeline_runs_the_lifecycle_and_gets_clean_errors(client_runs: ClientRun
     assert described["Name"] == "jdbc_db.by_region", run
     assert described["Last Refresh Mode"] == "INCREMENTAL", run
     assert described["Refresh Policy"] == "INCREMENTAL", run
+    # The refresh history, through the table-valued function and SHOW.
+    history = [["jdbc_db.by_region", "STATEMENT", "SUCCEEDED", "INCREMENTAL"]]
+    assert results["h_view,h_trigger,h_status,h_mode"] == history, run
+    (newest,) = results[HISTORY_HEADER]
+    assert newest[0] == "jdbc_db.by_region" and newest[5:7] == ["SUCCEEDED", "INCREMENTAL"], run
     # The last statement fails, and beeline stops there with the Spark error, clean.
     assert run.returncode != 0, run
     assert "[MATERIALIZED_VIEW_NOT_FOUND] " in run.stderr, run
@@ -489,6 +507,12 @@ def test_spark_connect_runs_the_lifecycle_and_gets_clean_errors(client_runs: Cli
     described = found["describe"]
     assert described["Name"] == "connect_db.by_region", found
     assert described["Last Refresh Mode"] == "INCREMENTAL", found
+    assert found["history"] == [
+        ["connect_db.by_region", "STATEMENT", "SUCCEEDED", "INCREMENTAL"],
+        ["connect_db.by_region", "STATEMENT", "SUCCEEDED", "FULL"],
+    ], found
+    (newest,) = found["show_refreshes"]
+    assert newest[0] == "connect_db.by_region" and newest[6] == "FULL", found
     # SHOW without a database lists the client's current one.
     assert [row[:4] for row in found["show"]] == [
         ["connect_db", "by_region", "AUTO", "ON DEMAND"]

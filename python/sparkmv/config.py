@@ -21,6 +21,7 @@ CATALOG_BRIDGE_CLASS = "io.sparkmv.catalog.CatalogBridge"
 CHANGELOG_BRIDGE_CLASS = "io.sparkmv.catalog.ChangelogBridge"
 FS_BRIDGE_CLASS = "io.sparkmv.fs.FsBridge"
 FRAME_BRIDGE_CLASS = "io.sparkmv.frames.FrameBridge"
+REFRESH_JOBS_CLASS = "io.sparkmv.jobs.RefreshJobs"
 LOCAL_FILE_SYSTEM_CLASS = "io.sparkmv.fs.LocalFileSystemWithNioPermissions"
 """Hadoop's ``fs.file.impl`` in ``sparkmv.session()``: every file Spark writes on the local
 file system (and its checksum file) would otherwise start a ``chmod`` process, 12-17 ms
@@ -75,6 +76,12 @@ STORAGE_DIR_NAME = "_sparkmv"
 """Directory under the warehouse that holds materialized view snapshots."""
 LOG_DIR_NAME = "_sparkmv_logs"
 """Directory under the warehouse that holds the change logs of tracked base tables."""
+REFRESH_HISTORY_FUNCTION = "sparkmv_refresh_history"
+"""The table-valued function of the refresh history (registered by the shim,
+``io.sparkmv.functions.RefreshHistoryFunction``, whose calls the parser reads)."""
+HISTORY_DIR_NAME = "_sparkmv_history"
+"""Directory under the warehouse that holds the refresh history of materialized views
+(``catalog/history.py``): ``<db>/<view>/`` with one JSON file per refresh."""
 
 CONSOLE_PROGRESS_CONF = "spark.ui.showConsoleProgress"
 
@@ -228,6 +235,10 @@ buckets."""
 
 STORAGE_MAX_BUCKETS = Threshold("spark.sparkmv.storage.maxBuckets", 256)
 """The most buckets a view's storage is sized to from its base tables' bytes."""
+
+HISTORY_RETENTION = Threshold("spark.sparkmv.history.retention", 100)
+"""The refreshes of each materialized view its refresh history keeps (the newest; one small
+file each, ``catalog/history.py``); 0: refreshes are not recorded."""
 
 FIXPOINT_MAX_FILES = Threshold("spark.sparkmv.storage.fixpointMaxFiles", 16)
 """A recursive view's stored fixpoint of this many files is rewritten whole by the next

@@ -205,6 +205,17 @@ class ErrorClass(Enum):
         "this Spark application. In Python call `sparkmv.attach(spark)` after building the "
         "session (or build it with `sparkmv.session()`).",
     )
+    MATERIALIZED_VIEW_INVALID_LIMIT = ErrorSpec(
+        "42K0E",
+        "The LIMIT of SHOW MATERIALIZED VIEW REFRESHES must be a non-negative integer "
+        "literal, not {found}.",
+    )
+    MATERIALIZED_VIEW_HISTORY_ARGUMENTS = ErrorSpec(
+        "42605",
+        "sparkmv_refresh_history takes no argument (every view's refreshes) or one, the name "
+        "of a materialized view as a string literal, e.g. sparkmv_refresh_history('db.v'); "
+        "got {found}.",
+    )
     MATERIALIZED_VIEW_INTERNAL_ERROR = ErrorSpec(
         "XX000",
         "sparkmv failed unexpectedly while running {statement}: {detail}. "

@@ -5,14 +5,22 @@ e.g. ``REFRESH db.v: ΔV`` or ``REFRESH db.v: write 3 buckets``: Spark's job des
 property of the thread that submits the job (the statement's thread: sparkmv's calls from
 Python reach the JVM on it). The description the statement had before (a JDBC server sets
 one per statement) is restored after each step.
+
+``start_counting`` and ``stop_counting`` count the jobs a refresh runs and the bytes their
+tasks read, as Spark's listener bus reports them (``io.sparkmv.jobs.RefreshJobs``), with no
+job of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
+
+from sparkmv.config import REFRESH_JOBS_CLASS
+from sparkmv.jvm import helper
 
 JOB_DESCRIPTION = "spark.job.description"  # SparkContext.SPARK_JOB_DESCRIPTION
 
@@ -32,3 +40,26 @@ def job_step(spark: SparkSession, description: str) -> Iterator[None]:
 def buckets(count: int) -> str:
     """``count`` buckets, in words (``1 bucket``, ``3 buckets``)."""
     return f"{count} bucket{'' if count == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class JobCount:
+    """The Spark jobs a refresh ran and the bytes their tasks read (None: not known)."""
+
+    jobs: int | None = None
+    bytes_read: int | None = None
+
+
+def start_counting(spark: SparkSession) -> str:
+    """Count the jobs submitted from this thread from now on (and from the threads Spark
+    starts for them, e.g. broadcasts), until ``stop_counting`` with the tag returned; one
+    py4j round trip."""
+    return str(helper(spark, REFRESH_JOBS_CLASS).begin())
+
+
+def stop_counting(spark: SparkSession, tag: str) -> JobCount:
+    """What was counted since ``start_counting`` returned ``tag``, once Spark's listener bus
+    has delivered every event posted so far (unknown if it did not within 10 s); one py4j
+    round trip, no Spark job."""
+    found, read = (int(n) for n in str(helper(spark, REFRESH_JOBS_CLASS).end(tag)).split(","))
+    return JobCount(found, read) if found >= 0 else JobCount()

@@ -18,6 +18,7 @@ from sparkmv.parse.statements import (
     DropStatement,
     ExplainStatement,
     RefreshStatement,
+    ShowRefreshesStatement,
     ShowStatement,
 )
 
@@ -79,6 +80,13 @@ def test_comments_case_and_whitespace_anywhere() -> None:
         ),
         ("SHOW MATERIALIZED VIEWS", ShowStatement()),
         ("SHOW MATERIALIZED VIEWS FROM d LIKE 'a*|b'", ShowStatement("d", "a*|b")),
+        ("SHOW MATERIALIZED VIEW REFRESHES", ShowRefreshesStatement()),
+        (
+            "show materialized view refreshes for d.v limit 3;",
+            ShowRefreshesStatement(TableName("v", "d"), 3),
+        ),
+        ("sparkmv_refresh_history()", ShowRefreshesStatement()),
+        ("sparkmv_refresh_history('d.v')", ShowRefreshesStatement(TableName("v", "d"))),
         ("DESC MATERIALIZED VIEW EXTENDED v", DescribeStatement(TableName("v"), extended=True)),
         ("DESCRIBE MATERIALIZED VIEW v", DescribeStatement(TableName("v"))),
         (
@@ -148,6 +156,29 @@ def test_alter_set_refresh() -> None:
             "unterminated",
         ),
         ("REFRESH MATERIALIZED VIEW v NOW", ErrorClass.MATERIALIZED_VIEW_PARSE_ERROR, "NOW"),
+        (
+            "SHOW MATERIALIZED VIEW REFRESHES LIMIT -1",
+            ErrorClass.MATERIALIZED_VIEW_INVALID_LIMIT,
+            "not -1",
+        ),
+        (
+            "SHOW MATERIALIZED VIEW REFRESHES LIMIT 2.5",
+            ErrorClass.MATERIALIZED_VIEW_INVALID_LIMIT,
+            "2.5",
+        ),
+        (
+            "SHOW MATERIALIZED VIEW REFRESHES LIMIT",
+            ErrorClass.MATERIALIZED_VIEW_INVALID_LIMIT,
+            "nothing",
+        ),
+        ("SHOW MATERIALIZED VIEW REFRESHES v", ErrorClass.MATERIALIZED_VIEW_PARSE_ERROR, "'v'"),
+        (
+            "sparkmv_refresh_history('v', 'w')",
+            ErrorClass.MATERIALIZED_VIEW_HISTORY_ARGUMENTS,
+            "got ('v', 'w')",
+        ),
+        ("sparkmv_refresh_history(v)", ErrorClass.MATERIALIZED_VIEW_HISTORY_ARGUMENTS, "(v)"),
+        ("sparkmv_refresh_history('a b')", ErrorClass.MATERIALIZED_VIEW_HISTORY_ARGUMENTS, "a b"),
         ("DROP MATERIALIZED VIEW a.b.c", ErrorClass.MATERIALIZED_VIEW_PARSE_ERROR, "too many"),
         (
             "ALTER MATERIALIZED VIEW v RENAME TO w",

@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sparkmv.commands import alter, cascade, create, describe, drop, explain, show
+from sparkmv.commands import (
+    alter,
+    cascade,
+    create,
+    describe,
+    drop,
+    explain,
+    show,
+    show_refreshes,
+)
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.view_locks import view_lock
 from sparkmv.parse import parse_statement
@@ -21,6 +30,7 @@ from sparkmv.parse.statements import (
     DropStatement,
     ExplainStatement,
     RefreshStatement,
+    ShowRefreshesStatement,
     ShowStatement,
     Statement,
 )
@@ -32,6 +42,7 @@ RESULT_SCHEMAS: dict[str, str] = {
     "ALTER": alter.RESULT_SCHEMA,
     "DESCRIBE": describe.RESULT_SCHEMA,
     "SHOW": show.RESULT_SCHEMA,
+    "SHOW_REFRESHES": show_refreshes.RESULT_SCHEMA,
     "EXPLAIN": explain.RESULT_SCHEMA,
 }
 """Result schema per statement kind, as the shim names the kinds."""
@@ -44,6 +55,7 @@ _RUNNERS: dict[type, Callable[[CommandContext, Any], Rows]] = {
     AlterQueryStatement: alter.run_as_query,
     DescribeStatement: describe.run,
     ShowStatement: show.run,
+    ShowRefreshesStatement: show_refreshes.run,
     ExplainStatement: explain.run,
 }
 

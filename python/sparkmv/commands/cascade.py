@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from sparkmv.catalog.history import Trigger
 from sparkmv.commands import refresh
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.dependencies import upstream_order
 from sparkmv.commands.on_commit import refresh_immediate_views
+from sparkmv.commands.refresh_history import triggered_by
 from sparkmv.commands.view_locks import view_lock
 from sparkmv.parse.statements import RefreshStatement
 
@@ -28,7 +30,8 @@ def run(context: CommandContext, statement: RefreshStatement) -> Rows:
     name = context.catalog.resolve(statement.name)
     if statement.cascade:
         for upstream in upstream_order(context.catalog, name):
-            refresh_one(context, RefreshStatement(upstream))
+            with triggered_by(Trigger.CASCADE):
+                refresh_one(context, RefreshStatement(upstream))
     return refresh_one(context, replace(statement, name=name, cascade=False))
 
 

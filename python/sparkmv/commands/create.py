@@ -23,6 +23,7 @@ from sparkmv.apply.materialize import (
 )
 from sparkmv.capture.tracking import TRACKING_KEYS, BaseTable, positions, schemas
 from sparkmv.catalog import properties as keys
+from sparkmv.catalog.history import remove as remove_history
 from sparkmv.catalog.metadata import MvMetadata, RefreshStats, StorageLayout
 from sparkmv.catalog.modes import RefreshPolicy, RefreshTrigger
 from sparkmv.commands.context import CommandContext, Rows
@@ -136,8 +137,10 @@ def execute_create(
     started = now_ms()
     root = snapshot.storage_root(context.spark, plan.name)
     if plan.replaces is None:
-        # A crash between an earlier DROP's catalog change and its file removal leaves data.
+        # A crash between an earlier DROP's catalog change and its file removal leaves data,
+        # and a refresh history.
         snapshot.remove_path(context.spark, root)
+        remove_history(context.spark, plan.name)
     bases = context.start_tracking(plan.name, plan.query.base_tables)  # before reading
     immediate = plan.trigger is RefreshTrigger.ON_COMMIT
     if immediate:

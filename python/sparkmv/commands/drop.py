@@ -9,6 +9,7 @@ so that no view is ever left reading a dropped one.
 from __future__ import annotations
 
 from sparkmv import fs
+from sparkmv.catalog import history
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.commands.context import CommandContext, Rows
@@ -44,13 +45,15 @@ def run(context: CommandContext, statement: DropStatement) -> Rows:
 
 
 def drop_view(context: CommandContext, name: TableName) -> None:
-    """Drop the catalog view (the commit point), then its data, its reading of its base
-    tables, and its own change log (no view reads it any more)."""
+    """Drop the catalog view (the commit point), then its data, its refresh history
+    (``catalog/history.py``), its reading of its base tables, and its own change log (no
+    view reads it any more)."""
     entry = context.catalog.get_entry(name)
     view = MvMetadata.from_properties(name, entry.properties)
     context.catalog.drop_view(name)
     checkpoint("drop.after_commit")
     snapshot.remove_path(context.spark, snapshot.storage_root(context.spark, name))
+    history.remove(context.spark, name)
     context.stop_tracking(name, view.base_tables)
     own_log = entry.properties.get(keys.TRACKING_LOG)
     if own_log is not None:

@@ -23,6 +23,7 @@ from sparkmv.parse.statements import (
     DropStatement,
     ExplainStatement,
     RefreshStatement,
+    ShowRefreshesStatement,
     ShowStatement,
 )
 from sparkmv.plan.aggregate_view import aggregate_view
@@ -34,6 +35,7 @@ RESULT_SCHEMA = "plan STRING"
 STATEMENT_NAMES: dict[type, str] = {
     DropStatement: "DROP MATERIALIZED VIEW",
     ShowStatement: "SHOW MATERIALIZED VIEWS",
+    ShowRefreshesStatement: "SHOW MATERIALIZED VIEW REFRESHES",
     DescribeStatement: "DESCRIBE MATERIALIZED VIEW",
     AlterRefreshStatement: "ALTER MATERIALIZED VIEW ... SET REFRESH",
     AlterQueryStatement: "ALTER MATERIALIZED VIEW ... AS",

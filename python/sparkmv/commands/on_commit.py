@@ -30,8 +30,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sparkmv.capture.tracking import BaseTable
+from sparkmv.catalog.history import Trigger
 from sparkmv.commands import refresh
 from sparkmv.commands.context import CommandContext
+from sparkmv.commands.refresh_history import triggered_by
 from sparkmv.commands.view_locks import view_lock
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
@@ -45,7 +47,7 @@ def refresh_immediate_views(
     for view in views:
         checkpoint("on_commit.before_refresh")  # the write is committed, the view not yet
         try:
-            with view_lock(view):
+            with view_lock(view), triggered_by(Trigger.ON_COMMIT):
                 refreshed = refresh.refresh_if_immediate(context, view)
         except Exception as error:
             detail = error.message if isinstance(error, SparkMvError) else str(error)

@@ -7,7 +7,8 @@ model estimates it cheaper; otherwise full, with the reason in the result row an
 EXTENDED. A refresh with no pending change reads no data (and, decided without analyzing the
 query, writes nothing). A view that other views read logs the change it applies, in the same
 commit (``capture/view_log.py``). Every refresh's duration is recorded against the model's
-estimate of its mode.
+estimate of its mode, and every refresh appends a record to the view's refresh history
+(``commands/refresh_history.py``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from sparkmv.capture.view_log import ViewChangeLog
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.modes import RefreshMode, RefreshTrigger
 from sparkmv.catalog.views import RefreshFacts
+from sparkmv.commands import refresh_history
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.config import (
     CHANGE_SINGLE_TASK_BYTES,
@@ -114,6 +116,7 @@ _GONE = (ErrorClass.MATERIALIZED_VIEW_NOT_FOUND, ErrorClass.NOT_A_MATERIALIZED_V
 """What ``refresh_facts`` raises for a name that is no materialized view (any more)."""
 
 
+@refresh_history.recorded
 def _refresh(
     context: CommandContext, statement: RefreshStatement, facts: RefreshFacts, started: int
 ) -> Refreshed:
@@ -122,6 +125,7 @@ def _refresh(
     recorder = ViewChangeLog.of(context.spark, facts.entry)
     bases = context.start_tracking(view.name, view.base_tables, facts)
     plan = plan_refresh(context.spark, view, statement.mode, bases)
+    refresh_history.planned(plan, bases)
     if plan.nothing_pending:
         return Refreshed(record_no_change(context, view, plan, bases, started), [])
     assert plan.query is not None

@@ -9,6 +9,8 @@ Grammar (keywords case-insensitive, comments anywhere)::
     REFRESH MATERIALIZED VIEW name [ FULL | INCREMENTAL ] [ CASCADE ]
     DROP MATERIALIZED VIEW [ IF EXISTS ] name [ CASCADE ]
     SHOW MATERIALIZED VIEWS [ { FROM | IN } db ] [ LIKE 'pattern' ]
+    SHOW MATERIALIZED VIEW REFRESHES [ FOR name ] [ LIMIT n ]
+    sparkmv_refresh_history ( [ 'name' ] )    (the table-valued function's call, from the shim)
     { DESCRIBE | DESC } MATERIALIZED VIEW [ EXTENDED ] name
     ALTER MATERIALIZED VIEW name { SET REFRESH refresh_spec | AS query }
     EXPLAIN [ EXTENDED | FORMATTED | CODEGEN | COST | LOGICAL ] statement
@@ -23,6 +25,7 @@ from __future__ import annotations
 import re
 
 from sparkmv.catalog.modes import RefreshMode, RefreshPolicy, RefreshTrigger
+from sparkmv.config import REFRESH_HISTORY_FUNCTION
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.identifiers import TableName, quote_identifier
 from sparkmv.parse.lexer import Token, TokenKind, tokenize
@@ -36,6 +39,7 @@ from sparkmv.parse.statements import (
     ExplainStatement,
     RefreshClause,
     RefreshStatement,
+    ShowRefreshesStatement,
     ShowStatement,
     Statement,
 )
@@ -216,6 +220,10 @@ class _Parser:
             return DropStatement(name, if_exists, cascade=self.accept("CASCADE"))
         if self.accept("SHOW", "MATERIALIZED", "VIEWS"):
             return self.show()
+        if self.accept("SHOW", "MATERIALIZED", "VIEW", "REFRESHES"):
+            return self.show_refreshes()
+        if self.accept(REFRESH_HISTORY_FUNCTION.upper()):
+            return self.history_function()
         if self.accept("DESCRIBE", "MATERIALIZED", "VIEW") or self.accept(
             "DESC", "MATERIALIZED", "VIEW"
         ):
@@ -286,6 +294,41 @@ class _Parser:
         if self.accept("LIKE"):
             pattern = self.string()
         return ShowStatement(database, pattern)
+
+    def show_refreshes(self) -> ShowRefreshesStatement:
+        name = self.table_name() if self.accept("FOR") else None
+        limit = None
+        if self.accept("LIMIT"):
+            token = self.token
+            if token.kind is not TokenKind.NUMBER or not token.text.isdigit():
+                found = self.text[token.start :].strip().rstrip(";").strip()
+                raise SparkMvError(
+                    ErrorClass.MATERIALIZED_VIEW_INVALID_LIMIT, found=found or "nothing"
+                )
+            self.pos += 1
+            limit = int(token.text)
+        return ShowRefreshesStatement(name, limit)
+
+    def history_function(self) -> ShowRefreshesStatement:
+        """The call ``sparkmv_refresh_history(...)`` with its arguments as Spark prints them:
+        none, or one string literal naming the view."""
+        arguments = self.text[self.token.start :].strip()
+        refused = SparkMvError(ErrorClass.MATERIALIZED_VIEW_HISTORY_ARGUMENTS, found=arguments)
+        if not self.accept_symbol("("):
+            raise refused
+        if self.accept_symbol(")"):
+            return ShowRefreshesStatement()
+        token = self.token
+        if token.kind is not TokenKind.STRING:
+            raise refused
+        self.pos += 1
+        if not self.accept_symbol(")") or self.token.kind is not TokenKind.END:
+            raise refused
+        inner = _Parser(token.text)
+        name = inner.table_name()
+        if inner.token.kind is not TokenKind.END:
+            raise refused
+        return ShowRefreshesStatement(name)
 
     def alter(self) -> Statement:
         name = self.table_name()

@@ -53,6 +53,15 @@ class ShowStatement:
 
 
 @dataclass(frozen=True)
+class ShowRefreshesStatement:
+    """``SHOW MATERIALIZED VIEW REFRESHES [FOR name] [LIMIT n]``, and the table-valued
+    function ``sparkmv_refresh_history([name])``: ``name`` None for every view."""
+
+    name: TableName | None = None
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
 class DescribeStatement:
     name: TableName
     extended: bool = False
@@ -85,6 +94,7 @@ Statement = (
     | RefreshStatement
     | DropStatement
     | ShowStatement
+    | ShowRefreshesStatement
     | DescribeStatement
     | AlterRefreshStatement
     | AlterQueryStatement

@@ -4,6 +4,7 @@ import org.apache.spark.sql.SparkSessionExtensions
 
 import io.sparkmv.analysis.{CaptureTrackedWrites, DropMaterializedViewsWithDatabase, GuardMaterializedViewEntries, PlanRowLevelWrites, RerouteSparkMaterializedView}
 import io.sparkmv.bridge.SparkMvErrors
+import io.sparkmv.functions.RefreshHistoryFunction
 import io.sparkmv.parser.SparkMvParser
 
 /**
@@ -24,5 +25,7 @@ class SparkMvExtensions extends (SparkSessionExtensions => Unit) {
     extensions.injectPostHocResolutionRule(_ => CaptureTrackedWrites)
     extensions.injectPostHocResolutionRule(GuardMaterializedViewEntries(_))
     extensions.injectPostHocResolutionRule(_ => DropMaterializedViewsWithDatabase)
+    // functions
+    extensions.injectTableFunction(RefreshHistoryFunction.description)
   }
 }

@@ -30,6 +30,8 @@ object ResultRows {
       case DoubleType => node.asDouble()
       case BooleanType => node.asBoolean()
       case TimestampType => new java.sql.Timestamp(node.asLong()) // epoch milliseconds
+      case MapType(StringType, valueType, _) => // a JSON object
+        node.properties().asScala.map(e => e.getKey -> typed(e.getValue, valueType)).toMap
       case other => throw new IllegalArgumentException(s"unsupported result type $other")
     }
 }

@@ -5,6 +5,7 @@ import scala.jdk.CollectionConverters._
 import com.fasterxml.jackson.core.`type`.TypeReference
 import com.fasterxml.jackson.databind.ObjectMapper
 import org.apache.spark.sql.AnalysisException
+import org.apache.spark.sql.catalyst.trees.Origin
 
 /**
  * A Spark-style error raised by sparkmv: an error class, a SQLSTATE, the parameters of the
@@ -17,6 +18,10 @@ import org.apache.spark.sql.AnalysisException
  * server, PySpark's accessors) sees sparkmv's class without a registry lookup; lookups by
  * class name in Spark's registry (PySpark's `getMessage()`) find it there too
  * ([[SparkMvErrors.registerWithSpark]]).
+ *
+ * It keeps no query context: the analyzer gives an error raised while it resolves a table
+ * function (`sparkmv_refresh_history`) the position of the call, as a copy that is a plain
+ * `AnalysisException`, which would lose sparkmv's class and parameters.
  */
 class SparkMvException(
     condition: String,
@@ -45,6 +50,8 @@ class SparkMvException(
   override def getSqlState: String = state
 
   override def getMessageParameters: java.util.Map[String, String] = parameters.asJava
+
+  override def withPosition(origin: Origin): AnalysisException = this
 }
 
 object SparkMvException {

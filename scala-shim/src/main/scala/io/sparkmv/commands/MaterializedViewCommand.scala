@@ -34,11 +34,14 @@ object MaterializedViewCommand {
       case MvStatementKind.Alter => AlterMaterializedViewCommand(sqlText, output)
       case MvStatementKind.Describe => DescribeMaterializedViewCommand(sqlText, output)
       case MvStatementKind.Show => ShowMaterializedViewsCommand(sqlText, output)
+      case MvStatementKind.ShowRefreshes =>
+        ShowMaterializedViewRefreshesCommand(sqlText, output)
       case MvStatementKind.Explain => ExplainMaterializedViewCommand(sqlText, output)
     }
   }
 
-  private def outputFor(kind: String, sqlText: String): Seq[Attribute] = {
+  /** The output the handler declares for a statement of `kind`. */
+  def outputFor(kind: String, sqlText: String): Seq[Attribute] = {
     val ddl = MvHandlerRegistry.resultSchema(kind, sqlText)
     if (ddl.trim.isEmpty) Seq.empty else DataTypeUtils.toAttributes(StructType.fromDDL(ddl))
   }
@@ -61,6 +64,11 @@ case class DescribeMaterializedViewCommand(sqlText: String, override val output:
 
 case class ShowMaterializedViewsCommand(sqlText: String, override val output: Seq[Attribute])
     extends MaterializedViewCommand { val kind: String = MvStatementKind.Show }
+
+case class ShowMaterializedViewRefreshesCommand(
+    sqlText: String,
+    override val output: Seq[Attribute])
+    extends MaterializedViewCommand { val kind: String = MvStatementKind.ShowRefreshes }
 
 case class ExplainMaterializedViewCommand(sqlText: String, override val output: Seq[Attribute])
     extends MaterializedViewCommand { val kind: String = MvStatementKind.Explain }

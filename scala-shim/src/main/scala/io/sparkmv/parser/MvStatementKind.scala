@@ -13,6 +13,7 @@ object MvStatementKind {
   val Alter = "ALTER"
   val Describe = "DESCRIBE"
   val Show = "SHOW"
+  val ShowRefreshes = "SHOW_REFRESHES"
   val Explain = "EXPLAIN"
 
   private val ExplainModes = Set("EXTENDED", "FORMATTED", "CODEGEN", "COST", "LOGICAL")
@@ -38,6 +39,7 @@ object MvStatementKind {
     case "ALTER" :: "MATERIALIZED" :: "VIEW" :: _ => Some(Alter)
     case ("DESCRIBE" | "DESC") :: "MATERIALIZED" :: "VIEW" :: _ => Some(Describe)
     case "SHOW" :: "MATERIALIZED" :: "VIEWS" :: _ => Some(Show)
+    case "SHOW" :: "MATERIALIZED" :: "VIEW" :: "REFRESHES" :: _ => Some(ShowRefreshes)
     case _ => None
   }
 

@@ -3,14 +3,29 @@ package org.apache.spark.sql.sparkmv
 import java.net.URL
 
 import org.apache.spark.{ErrorClassesJsonReader, SparkThrowableHelper}
+import org.apache.spark.SparkContext
+import org.apache.spark.scheduler.SparkListenerEvent
 import org.apache.spark.sql.{DataFrame, Observation, Row, SparkSession}
 import org.apache.spark.sql.catalyst.expressions.InSet
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.connector.catalog.{CatalogManager, CatalogPlugin}
 
+/**
+ * An event a listener waits for to know it has seen every event posted before it; never
+ * written to Spark's event log.
+ */
+final case class ListenerMarker(latch: java.util.concurrent.CountDownLatch)
+    extends SparkListenerEvent {
+  override protected[spark] def logEvent: Boolean = false
+}
+
 /** The only places the shim needs Spark's `private[sql]` (and `private[spark]`) API. */
 object SparkInternals {
+
+  /** Posts `event` to `context`'s listener bus, behind every event posted before it. */
+  def postEvent(context: SparkContext, event: SparkListenerEvent): Unit =
+    context.listenerBus.post(event)
 
   /**
    * A DataFrame over an analyzed plan. Row-level commands hand such DataFrames to Python,
