@@ -42,7 +42,7 @@ object FsBridge {
     while (pending.nonEmpty) {
       for (status <- fs.listStatus(pending.pop())) {
         val name = status.getPath.getName
-        if (!name.startsWith("_") && !name.startsWith(".")) {
+        if (!isHidden(name)) {
           if (status.isDirectory) pending.push(status.getPath)
           else {
             fields += status.getPath.toString
