@@ -55,3 +55,35 @@ def test_a_second_publish_of_a_local_file_is_refused(spark: SparkSession, tmp_pa
     assert not fs.publish_text(spark, target, "second")
     assert fs.read_text(spark, target) == "first"
     assert [path.name for path in tmp_path.iterdir()] == ["manifest.json"]  # no temporary left
+
+
+def test_integer_ranges_come_from_the_footers(spark: SparkSession, tmp_path: Path) -> None:
+    """Over files and directories, NULLs aside; a type the footers do not order as Spark does,
+    a column a file lacks, or a path gone is unknown (None), never a smaller range."""
+    first, second, nulls = (f"{tmp_path.as_uri()}/{name}" for name in ("a", "b", "nulls"))
+    spark.sql(
+        "SELECT id AS k, CAST(id AS INT) AS i, DATE'2000-01-01' + CAST(id AS INT) AS d,"
+        " CAST(id AS STRING) AS s, CAST(id AS DECIMAL(10, 2)) AS m FROM range(3, 9)"
+    ).write.parquet(first)
+    spark.sql("SELECT CAST(NULL AS BIGINT) AS k, -5 AS i FROM range(2)").write.parquet(second)
+    spark.sql("SELECT CAST(NULL AS BIGINT) AS k FROM range(2)").write.parquet(nulls)
+    (one,) = [f for f in fs.data_files(spark, first) if f.path.endswith(".parquet")][:1]
+    columns = ["k", "i", "d", "s", "m"]
+    assert fs.integer_ranges(spark, [first], columns) == [
+        fs.IntegerRange(3, 8),
+        fs.IntegerRange(3, 8),
+        fs.IntegerRange(10957 + 3, 10957 + 8),  # days since 1970-01-01
+        None,
+        None,
+    ]
+    assert fs.integer_ranges(spark, [first, second], ["k", "i", "d"]) == [
+        fs.IntegerRange(3, 8),
+        fs.IntegerRange(-5, 8),
+        None,  # the second files have no d
+    ]
+    assert fs.integer_ranges(spark, [nulls], ["k"]) == [fs.EMPTY_RANGE]
+    assert fs.integer_ranges(spark, [], ["k"]) == [fs.EMPTY_RANGE]
+    assert fs.integer_ranges(spark, [one.path, f"{first}/gone.parquet"], ["k"]) == [None]
+    assert fs.IntegerRange(1, 2).disjoint(fs.IntegerRange(3, 4))
+    assert not fs.IntegerRange(1, 3).disjoint(fs.IntegerRange(3, 4))
+    assert fs.EMPTY_RANGE.disjoint(fs.IntegerRange(3, 4))

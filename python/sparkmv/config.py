@@ -175,6 +175,10 @@ integers wrap around and decimals turn NULL."""
 IRRELEVANCE_FILTERS_CONF = "spark.sparkmv.irrelevanceFilters.enabled"
 """Session conf: "false" turns off the irrelevance filters on base-table changes (default on)."""
 
+KEY_PROOFS_CONF = "spark.sparkmv.refresh.keyProofs.enabled"
+"""Session conf: "false" turns off the join-term proofs from metadata (default on:
+``plan/key_proofs.py``); a join term then reads its other input whole."""
+
 REFRESH_COST_BASED_CONF = "spark.sparkmv.refresh.costBased"
 """Session conf: "false" makes a refresh under policy AUTO incremental whenever the view's logs
 allow it, without weighing its estimated cost against a full one (default true:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import atexit
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -183,6 +183,50 @@ def parquet_row_counts(spark: SparkSession, directory: str) -> dict[str, int]:
         return {}
     fields = joined.split(_NUL)
     return {path: int(rows) for path, rows in zip(fields[0::2], fields[1::2], strict=True)}
+
+
+@dataclass(frozen=True)
+class IntegerRange:
+    """The smallest and largest non-null value of an integral column over some rows; none
+    (``EMPTY_RANGE``: no row, or only NULLs) when ``low > high``."""
+
+    low: int
+    high: int
+
+    def disjoint(self, other: IntegerRange) -> bool:
+        """Whether no value lies in both ranges (an empty one shares none)."""
+        return self.high < other.low or other.high < self.low or self.empty or other.empty
+
+    @property
+    def empty(self) -> bool:
+        return self.low > self.high
+
+
+EMPTY_RANGE = IntegerRange(1, 0)
+
+
+def integer_ranges(
+    spark: SparkSession, paths: Iterable[str], columns: Sequence[str]
+) -> list[IntegerRange | None]:
+    """The range of each of ``columns`` over every row of the parquet files ``paths`` (a
+    directory stands for its data files), from their footers' statistics in the JVM
+    (``FsBridge.integerRanges``, one round trip, no Spark job); None where the footers do not
+    say (a type other than a signed integer or a date, a file without statistics, a path
+    gone)."""
+    hadoop = _hadoop(spark)
+    joined = str(
+        hadoop.bridge.integerRanges(hadoop.configuration, _NUL.join(paths), _NUL.join(columns))
+    )
+    return [_integer_range(field) for field in joined.split(_NUL)][: len(columns)]
+
+
+def _integer_range(field: str) -> IntegerRange | None:
+    if field == "?":
+        return None
+    if not field:
+        return EMPTY_RANGE
+    low, high = field.split(",")
+    return IntegerRange(int(low), int(high))
 
 
 def hidden_files(spark: SparkSession, directory: str) -> list[str]:

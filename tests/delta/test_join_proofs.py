@@ -14,7 +14,7 @@ from differential import refresh
 from pyspark.sql import SparkSession
 from sparkmv.commands import refresh as refresh_command
 from sparkmv.delta import rules
-from sparkmv.delta.engine import BaseState, DeltaEngine, KeyedColumns
+from sparkmv.delta.engine import BaseState, DeltaEngine, KeyedColumns, KeyProof
 
 QUERIES = {
     "rows": "SELECT o.ok, o.cust, l.qty FROM orders o JOIN lines l ON o.ok = l.ok",
@@ -42,8 +42,10 @@ def test_inputs_proven_reached_only_through_their_change_are_read_from_it(
     spark.sql("DELETE FROM orders WHERE ok IN (2, 5)")  # RF2: old orders and all their lines
     spark.sql("DELETE FROM lines WHERE ok IN (2, 5)")
 
-    def proven(spark: SparkSession, tables: Mapping[str, BaseState]) -> DeltaEngine:
-        return rules.delta_engine(spark, tables, always_proven)
+    def proven(
+        spark: SparkSession, tables: Mapping[str, BaseState], proofs: KeyProof | None = None
+    ) -> DeltaEngine:
+        return rules.delta_engine(spark, tables, always_proven)  # in place of the refresh's
 
     monkeypatch.setattr(refresh_command, "delta_engine", proven)
     plan = spark.sql("EXPLAIN REFRESH MATERIALIZED VIEW v").collect()[0][0]

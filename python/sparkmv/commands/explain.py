@@ -27,6 +27,7 @@ from sparkmv.parse.statements import (
     ShowStatement,
 )
 from sparkmv.plan.aggregate_view import aggregate_view
+from sparkmv.plan.key_proofs import FooterKeyProof
 from sparkmv.plan.refresh_plan import change_source, plan_refresh
 from sparkmv.plan.view_delta import delta_terms, filters_enabled, stored_change
 
@@ -104,6 +105,7 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
         lines.extend(_irrelevance_filters(context.spark, maintained, engine))
         lines.append("Delta terms (Z-sets; X_old = X − ΔX; Δ of DISTINCT via counters):")
         lines.append(f"  {target} = {delta_terms(maintained, engine)}")
+        lines.extend(f"  {proof}" for proof in proofs_used(engine))
         # Spark's plan of ΔV names the change log's files, which differ between any two
         # refreshes; the delta terms are the plan, and EXPLAIN EXTENDED (or FORMATTED, ...)
         # adds Spark's.
@@ -135,6 +137,12 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
     if change is None:
         return "\n".join(lines)
     return "\n".join(lines) + "\n\n" + spark_plan(change, mode)
+
+
+def proofs_used(engine: DeltaEngine) -> list[str]:
+    """The proofs behind the terms' ``Δ⁺X`` / ``Δ⁻X`` (``plan/key_proofs.py``), one line each."""
+    proof = engine.proofs
+    return list(proof.proven) if isinstance(proof, FooterKeyProof) else []
 
 
 def _irrelevance_filters(

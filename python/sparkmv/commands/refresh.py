@@ -57,6 +57,7 @@ from sparkmv.plan.aggregate_view import (
     sums_its_change,
 )
 from sparkmv.plan.cost import table_bytes
+from sparkmv.plan.key_proofs import footer_key_proof
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
@@ -314,7 +315,7 @@ def base_states(
             state = BaseState(state.rows, None, logged, read, as_logged, size)
             state = state.netted() if consolidated else state
         states[base.name] = state
-    return delta_engine(spark, states)
+    return delta_engine(spark, states, footer_key_proof(spark, bases, changed))
 
 
 def screened_engine(

@@ -41,10 +41,9 @@ KeyedColumns = tuple[str, tuple[str, ...]]
 """A base table and some of its columns."""
 KeyProof = Callable[[KeyedColumns, KeyedColumns], bool]
 """Whether, at every key of the second table's change (on its columns), the first table's rows
-(equal on its columns) are none before the change or none after it. A refresh passes none
-today: the driver's proofs from decoded key columns were removed (issue 53), and the proofs
-from metadata (a captured statement's predicate, declared keys, key summaries logged by the
-capturing job, footer statistics) plug in here."""
+(equal on its columns) are none before the change or none after it. A refresh passes the
+proofs from metadata, never from decoded rows: ``plan/key_proofs.py`` (footer statistics);
+others (a captured statement's predicate, declared keys) would plug in here."""
 
 
 class Version(Enum):

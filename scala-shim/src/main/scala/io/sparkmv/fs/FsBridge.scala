@@ -4,12 +4,15 @@ import java.nio.charset.StandardCharsets
 import java.nio.file.Files
 
 import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
 
 import org.apache.commons.io.IOUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, FileUtil, Options, Path, StreamCapabilities}
 import org.apache.parquet.hadoop.ParquetFileReader
+import org.apache.parquet.hadoop.metadata.{BlockMetaData, ColumnPath}
 import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.schema.{LogicalTypeAnnotation, MessageType, PrimitiveType}
 
 /**
  * File-system listings and reads in one py4j round trip each. Walked from Python, a listing
@@ -73,6 +76,104 @@ object FsBridge {
         finally reader.close()
       }
       .mkString(Nul)
+  }
+
+  /**
+   * The range of each of `columns` (NUL-separated top-level names) over every row of the
+   * parquet files `paths` (NUL-separated; a directory stands for its data files), from the
+   * footers' row-group statistics alone: per column, NUL-separated, `low,high` (its smallest
+   * and largest non-null value), `` (no non-null value) or `?` (unknown: a file without the
+   * column or a row group without its statistics, or a type other than a signed integer or
+   * a date, which parquet stores as INT32 or INT64 and orders as Spark does). No Spark job:
+   * one footer read per file.
+   */
+  def integerRanges(conf: Configuration, paths: String, columns: String): String = {
+    val names = columns.split(Nul).filter(_.nonEmpty)
+    val files = parquetFiles(conf, paths)
+    // A path gone (compacted away meanwhile) leaves rows unaccounted for: nothing is known.
+    val start = if (files.isEmpty) None else Some(ColumnRange.Empty)
+    val ranges = Array.fill[Option[ColumnRange]](names.length)(start)
+    for (file <- files.getOrElse(Nil) if ranges.exists(_.isDefined)) {
+      val reader = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(file), conf))
+      try {
+        val schema = reader.getFooter.getFileMetaData.getSchema
+        for ((name, index) <- names.zipWithIndex) {
+          ranges(index) = for {
+            known <- ranges(index)
+            found <- fileRange(schema, reader.getRowGroups.asScala.toSeq, name)
+          } yield known.union(found)
+        }
+      } finally reader.close()
+    }
+    ranges.map(_.fold("?")(_.toString)).mkString(Nul)
+  }
+
+  /** The smallest and largest non-null value of some rows' column; none when `low > high`. */
+  private case class ColumnRange(low: Long, high: Long) {
+    def union(other: ColumnRange): ColumnRange =
+      if (low > high) other
+      else if (other.low > other.high) this
+      else ColumnRange(math.min(low, other.low), math.max(high, other.high))
+    override def toString: String = if (low > high) "" else s"$low,$high"
+  }
+
+  private object ColumnRange {
+    val Empty: ColumnRange = ColumnRange(1, 0)
+  }
+
+  /** `name`'s range in one file's row groups; None when its statistics do not say. */
+  private def fileRange(
+      schema: MessageType,
+      groups: Seq[BlockMetaData],
+      name: String): Option[ColumnRange] = {
+    if (!schema.containsField(name) || !integral(schema.getType(schema.getFieldIndex(name)))) return None
+    val column = ColumnPath.get(name)
+    groups.foldLeft(Option(ColumnRange.Empty)) { (known, group) =>
+      known.flatMap { range =>
+        group.getColumns.asScala.find(_.getPath == column).flatMap { chunk =>
+          val statistics = chunk.getStatistics
+          if (chunk.getValueCount == 0) Some(range)
+          else if (statistics == null || statistics.isEmpty) None
+          else if (statistics.hasNonNullValue) {
+            val (low, high) = (statistics.genericGetMin, statistics.genericGetMax)
+            Some(range.union(ColumnRange(long(low), long(high))))
+          } else if (statistics.isNumNullsSet && statistics.getNumNulls == chunk.getValueCount) {
+            Some(range) // only NULLs, which match no key
+          } else None
+        }
+      }
+    }
+  }
+
+  private def long(value: Any): Long = value match {
+    case int: java.lang.Integer => int.longValue
+    case long: java.lang.Long => long.longValue
+  }
+
+  private def integral(field: org.apache.parquet.schema.Type): Boolean = field.isPrimitive && {
+    val primitive = field.asPrimitiveType
+    val stored = primitive.getPrimitiveTypeName
+    val stores = stored == PrimitiveType.PrimitiveTypeName.INT32 ||
+      stored == PrimitiveType.PrimitiveTypeName.INT64
+    stores && (primitive.getLogicalTypeAnnotation match {
+      case null => true
+      case int: LogicalTypeAnnotation.IntLogicalTypeAnnotation => int.isSigned
+      case _: LogicalTypeAnnotation.DateLogicalTypeAnnotation => true
+      case _ => false
+    })
+  }
+
+  /** The data files of `paths` (NUL-separated files or directories); None if one is gone. */
+  private def parquetFiles(conf: Configuration, paths: String): Option[Seq[String]] = {
+    val found = paths.split(Nul).filter(_.nonEmpty).toSeq.map { file =>
+      val path = new Path(file)
+      val fs = path.getFileSystem(conf)
+      if (!fs.exists(path)) None
+      else if (fs.getFileStatus(path).isDirectory) {
+        Some(listDataFiles(conf, file).split(Nul).filter(_.nonEmpty).grouped(3).map(_(0)).toSeq)
+      } else Some(Seq(file))
+    }
+    if (found.contains(None)) None else Some(found.flatten.flatten)
   }
 
   /** The text of the file `file` (UTF-8). */
