@@ -86,9 +86,12 @@ def test_a_backed_off_view_is_not_due_nor_pulled_until_its_retry() -> None:
     views = chain(DOWNSTREAM, DOWNSTREAM, LAG_10, pending_a=0)
     backoff = {B: Backoff(2, 20 * MINUTE)}
     waiting = decide(views, backoff, 15 * MINUTE)
-    assert waiting.due == (A, C)
+    # a is due by its own lag (its reader's); c is not: what is pending for it waits in b
+    assert waiting.due == (A,)
     assert waiting.plans[B].next_run_ms == 20 * MINUTE
     assert waiting.plans[B].backoff == backoff[B]
+    assert waiting.plans[C].next_run_ms is None
+    assert waiting.plans[C].lag_ms == 15 * MINUTE  # still counted in its lag
     assert decide(views, backoff, 20 * MINUTE).due == (A, B, C)
 
 

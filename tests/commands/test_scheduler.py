@@ -166,6 +166,37 @@ def test_a_failing_view_backs_off_and_is_recorded(spark: SparkSession, db: str) 
         spark.conf.unset("spark.sparkmv.schedule.maxRetrySeconds")
 
 
+def test_a_failing_view_in_the_chain_backs_off_and_holds_its_readers(
+    spark: SparkSession, chain: str
+) -> None:
+    db = chain
+    spark.sql("ALTER MATERIALIZED VIEW b AS SELECT k, 100 DIV (total - 8) AS total FROM a")
+    spark.sql("REFRESH MATERIALIZED VIEW c")  # c reads b's new contents: nothing pending
+    spark.sql("INSERT INTO t VALUES (9, 8)")  # b's refresh divides by zero
+    clock = FakeClock(now_ms() + 10 * MINUTE)
+    scheduler = Scheduler(spark, clock)
+    a, b = TableName("a", db), TableName("b", db)
+    # c, due too, is held back: b's failure left what is pending for it in b.
+    assert scheduler.run_once() == [Outcome(a), Outcome(b, "DIVIDE_BY_ZERO")]
+    assert [(r.trigger, r.status) for r in history(spark, "b")] == [("SCHEDULE", "FAILED")]
+    assert len(history(spark, "c")) == 1  # the REFRESH above
+    assert scheduler.backoff[b].failures == 1
+    # While b backs off, c is not refreshed either.
+    clock.advance(30_000)
+    assert scheduler.run_once() == []
+    clock.advance(30_000)
+    assert scheduler.run_once() == [Outcome(b, "DIVIDE_BY_ZERO")]
+    assert scheduler.backoff[b].failures == 2
+    assert [r.status for r in history(spark, "b")] == ["FAILED", "FAILED"]
+    assert len(history(spark, "c")) == 1
+    spark.sql("ALTER MATERIALIZED VIEW b AS SELECT k, 100 DIV (total - 7) AS total FROM a")
+    clock.advance(2 * MINUTE)
+    assert scheduler.run_once() == names(db, "b", "c")
+    assert b not in scheduler.backoff
+    for view in ("a", "b", "c"):
+        assert_view_matches_query(spark, view)
+
+
 class BlockingClock(FakeClock):
     """A ``FakeClock`` whose wait says that a look ended, then blocks until stopped."""
 

@@ -20,7 +20,9 @@ The rules (docs/sql-reference.md#schedules):
   transitively), so they refresh right before it: a DOWNSTREAM view without a scheduled
   reader never refreshes on its own.
 - A view whose scheduled refreshes fail is backed off: not due (nor pulled) before its
-  ``retry_at_ms``, whatever its schedule says; after that it is due at once.
+  ``retry_at_ms``, whatever its schedule says; after that it is due at once. Meanwhile what
+  is pending in it does not make its readers due by lag (their refreshes could not catch it
+  up), though it counts in their lag.
 - Views without a schedule are never due (the scheduler refreshes only what was asked).
 
 The graph is acyclic (``commands/dependencies.py``), so every order here is topological.
@@ -28,7 +30,7 @@ The graph is acyclic (``commands/dependencies.py``), so every order here is topo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from sparkmv.catalog.schedule import Schedule, ScheduleKind
@@ -89,6 +91,8 @@ def decide(
     by_name = {view.name: view for view in views}
     order = topological(views)
     pending = pending_since(order, by_name)
+    waiting = {name for name, blocked in backoff.items() if blocked.retry_at_ms > now_ms}
+    catchable = pending_since(order, by_name, waiting)
     lags = effective_lags(order, by_name)
     plans: dict[TableName, ViewPlan] = {}
     due: set[TableName] = set()
@@ -96,11 +100,10 @@ def decide(
         view = by_name[name]
         age = 0 if pending[name] is None else max(now_ms - (pending[name] or 0), 0)
         blocked = backoff.get(name)
-        waiting = blocked is not None and blocked.retry_at_ms > now_ms
-        next_run = next_run_ms(view, pending[name], lags[name])
+        next_run = next_run_ms(view, catchable[name], lags[name])
         if view.schedule is not None and blocked is not None:
             # a failing view is retried once its back-off is over, whatever its schedule
-            next_run = blocked.retry_at_ms if waiting else now_ms
+            next_run = blocked.retry_at_ms if name in waiting else now_ms
         if view.schedule is not None and next_run is not None and next_run <= now_ms:
             due.add(name)
         plans[name] = ViewPlan(next_run, age, lags[name], blocked)
@@ -152,14 +155,19 @@ def topological(views: Sequence[ViewState]) -> list[TableName]:
 
 
 def pending_since(
-    order: Sequence[TableName], by_name: Mapping[TableName, ViewState]
+    order: Sequence[TableName],
+    by_name: Mapping[TableName, ViewState],
+    waiting: Collection[TableName] = (),
 ) -> dict[TableName, int | None]:
     """Per view, its oldest pending change counted through its upstream views (``order``:
-    topological, so each upstream view's is known first)."""
+    topological, so each upstream view's is known first), except through the ``waiting``
+    ones (backed off: what is pending in them no refresh of a reader can catch up now)."""
     found: dict[TableName, int | None] = {}
     for name in order:
         view = by_name[name]
-        times = [view.pending_ms] + [found.get(upstream) for upstream in view.reads]
+        times = [view.pending_ms] + [
+            found.get(upstream) for upstream in view.reads if upstream not in waiting
+        ]
         known = [time for time in times if time is not None]
         found[name] = min(known) if known else None
     return found

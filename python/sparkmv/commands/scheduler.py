@@ -102,22 +102,39 @@ class Scheduler:
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
     def run_once(self) -> list[Outcome]:
-        """One look: refresh the views due now; what each refresh did."""
+        """One look: refresh the views due now, each after those it reads; what each
+        refresh did. A due view that reads (directly or not) a view whose refresh failed in
+        this look is held back until a later look: its refresh could not catch up what is
+        pending for it (the failure is in the history; the held view is not refreshed, so
+        it records nothing)."""
         with self._guard:
             context = CommandContext.of(self.spark)
-            decision = self.decide(context)
-            outcomes = []
+            states = self.states(context)
+            decision = self.decide_over(states)
+            reads = {state.name: state.reads for state in states}
+            outcomes: list[Outcome] = []
+            unfinished: set[TableName] = set()  # failed or held in this look
             for name in decision.due:
                 if self._stop.is_set():
                     break
-                outcomes.append(self._refresh(context, name))
+                if any(upstream in unfinished for upstream in reads[name]):
+                    log.info("sparkmv: %s waits for a view it reads, whose refresh failed", name)
+                    unfinished.add(name)
+                    continue
+                outcome = self._refresh(context, name)
+                if outcome.error_class is not None:
+                    unfinished.add(name)
+                outcomes.append(outcome)
             return outcomes
 
-    def decide(self, context: CommandContext) -> Decision:
-        """The decision over the catalog's views as they are now (kept as ``decision``)."""
-        states = [
+    def states(self, context: CommandContext) -> list[ViewState]:
+        """The decision's facts of the catalog's scheduled views as they are now."""
+        return [
             state_of(view, bases, self.last_runs.get(view.name)) for view, bases in gather(context)
         ]
+
+    def decide_over(self, states: list[ViewState]) -> Decision:
+        """The decision over ``states`` now (kept as ``decision``)."""
         self.decision = decide(states, self.backoff, self.clock.now_ms())
         return self.decision
 
