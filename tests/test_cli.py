@@ -217,7 +217,16 @@ def test_statements_from_file_stop_at_first_error(cli_runs: dict[str, Run]) -> N
     assert [header for header, _ in printed] == [
         REFRESH_COLUMNS,
         ["a", "s"],
-        ["namespace", "viewName", "refresh_policy", "refresh_trigger", "last_refreshed"],
+        [
+            "namespace",
+            "viewName",
+            "refresh_policy",
+            "refresh_trigger",
+            "last_refreshed",
+            "schedule",
+            "next_refresh",
+            "current_lag_seconds",
+        ],
     ], run
     assert printed[0][1][0][0] == "INCREMENTAL", run
     assert printed[1][1] == [["1", "semi;colon"], ["2", "plain"], ["4", "four"]], run

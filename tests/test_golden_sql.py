@@ -136,6 +136,10 @@ def format_row(row: Row, columns: list[str]) -> str:
             values[index] = UNSTABLE_COLUMNS[column]
     if values and values[0] == "Last Refresh Duration" and len(values) > 1:
         values[1] = "[duration]"
+    if "current_lag_seconds" in columns and row[columns.index("current_lag_seconds")]:
+        values[columns.index("current_lag_seconds")] = "[lag]"  # seconds of wall-clock time
+    if values and values[0] == "Current Lag" and len(values) > 1 and values[1][:1].isdigit():
+        values[1] = re.sub(r"^\d+ seconds$", "[lag]", values[1])
     return "\t".join(values)
 
 

@@ -244,6 +244,23 @@ HISTORY_RETENTION = Threshold("spark.sparkmv.history.retention", 100)
 """The refreshes of each materialized view its refresh history keeps (the newest; one small
 file each, ``catalog/history.py``); 0: refreshes are not recorded."""
 
+SCHEDULE_MIN_INTERVAL_SECONDS = Threshold("spark.sparkmv.schedule.minInterval", 60)
+"""The shortest ``SCHEDULE EVERY`` period or ``TARGET LAG`` a CREATE or ALTER accepts, in
+seconds (MATERIALIZED_VIEW_TARGET_LAG_TOO_SMALL below it): every refresh has a fixed cost
+(a few py4j round trips and metastore calls when nothing is pending, Spark jobs otherwise)."""
+
+SCHEDULE_POLL_SECONDS = Threshold("spark.sparkmv.schedule.pollSeconds", 15)
+"""How often the scheduler (``sparkmv server``, ``sparkmv.serve()``) looks at every view's
+schedule and pending changes; a due view waits at most this long past its time."""
+
+SCHEDULE_RETRY_SECONDS = Threshold("spark.sparkmv.schedule.retrySeconds", 60)
+"""After a scheduled refresh of a view fails, the scheduler waits this long before it tries
+the view again, and twice as long after each further failure in a row (exponential
+back-off), up to ``SCHEDULE_MAX_RETRY_SECONDS``. Each failure is in the refresh history."""
+
+SCHEDULE_MAX_RETRY_SECONDS = Threshold("spark.sparkmv.schedule.maxRetrySeconds", 3600)
+"""The longest wait between two scheduled attempts of a view whose refreshes keep failing."""
+
 FIXPOINT_MAX_FILES = Threshold("spark.sparkmv.storage.fixpointMaxFiles", 16)
 """A recursive view's stored fixpoint of this many files is rewritten whole by the next
 refresh that changes it; below, the refresh appends its change as a file."""

@@ -216,6 +216,21 @@ class ErrorClass(Enum):
         "of a materialized view as a string literal, e.g. sparkmv_refresh_history('db.v'); "
         "got {found}.",
     )
+    MATERIALIZED_VIEW_INVALID_INTERVAL = ErrorSpec(
+        "22006",
+        "{interval} is not a valid interval for SCHEDULE EVERY or TARGET LAG. Give a positive "
+        "interval string such as '30 seconds', '5 minutes', '1 hour' or '1 hour 30 minutes' "
+        "(units: second, minute, hour, day, week).",
+    )
+    MATERIALIZED_VIEW_TARGET_LAG_TOO_SMALL = ErrorSpec(
+        "22023",
+        "The {clause} of {name} is {interval}, below the minimum of {minimum} "
+        "({conf}). Give a longer interval, or lower the minimum.",
+    )
+    MATERIALIZED_VIEW_CONFLICTING_SCHEDULE = ErrorSpec(
+        "42601",
+        "A materialized view has one schedule: give SCHEDULE EVERY or TARGET LAG, not both.",
+    )
     MATERIALIZED_VIEW_INTERNAL_ERROR = ErrorSpec(
         "XX000",
         "sparkmv failed unexpectedly while running {statement}: {detail}. "

@@ -20,6 +20,10 @@ cuts the wait short. Then both servers stop, cancelling what still runs: such a 
 whole, since refreshes and copy-on-write writes commit in one metastore call. (The JDBC server
 keeps listening during the wait: stopping its listener interrupts the threads its statements
 run in.)
+
+Schedules: ``serve`` also starts the scheduler (``commands/scheduler.py``), which refreshes the
+views that have a ``SCHEDULE EVERY`` or ``TARGET LAG`` in this process, in the application's
+own session; ``Servers.stop`` stops it first (it ends after the refresh it is running).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.sql import SparkSession
 
 from sparkmv.bridge import running
+from sparkmv.commands.scheduler import Scheduler
 from sparkmv.config import (
     CONNECT_BIND_ADDRESS_CONF,
     CONNECT_PORT,
@@ -89,6 +94,7 @@ class Servers:
     thrift: Any = None  # the JVM's HiveThriftServer2
     thrift_authenticated: bool = False
     connect_authenticated: bool = False
+    scheduler: Scheduler | None = None  # the views' scheduler, while it runs
     stopped: bool = field(default=False, init=False)
 
     def urls(self) -> list[tuple[str, str]]:
@@ -127,6 +133,9 @@ class Servers:
             _connect_service(self.spark).server().shutdown()  # running calls go on
         running.refuse_new(True)
         try:
+            if self.scheduler is not None:  # no scheduled refresh starts from now on
+                self.scheduler.stop(timeout=grace_seconds)
+                self.scheduler = None
             _let_running_finish(grace_seconds, cut_short, out)
             self._stop_servers()
         finally:
@@ -197,6 +206,7 @@ def serve(
     block: bool = True,
     grace_seconds: float = SERVER_SHUTDOWN_GRACE_SECONDS,
     out: TextIO = sys.stdout,
+    schedule: bool = True,
 ) -> Servers:
     """Start a JDBC (Thrift) server on ``thrift_port`` and a Spark Connect server on
     ``connect_port`` (0 turns one off) in ``spark``'s driver, both listening on ``host``
@@ -207,6 +217,9 @@ def serve(
     ``password_file``: JDBC clients must log in with a user name and password listed in it
     (one ``user:password`` per line; read at every login). On a non-loopback ``host``, a
     server without them gets a printed warning.
+
+    ``schedule``: run the scheduler too (``commands/scheduler.py``), which refreshes the views
+    that have a ``SCHEDULE EVERY`` or ``TARGET LAG``; stopped with the servers.
 
     With ``block`` (the default; main thread only), serve until SIGINT (Ctrl-C) or SIGTERM,
     then stop the servers (``Servers.stop``) and return; stopping the session is the
@@ -241,6 +254,9 @@ def serve(
         servers.connect_port = 0  # the last to start: it did not
         servers.stop(grace_seconds=0)
         raise
+    if schedule:
+        servers.scheduler = Scheduler(spark)
+        servers.scheduler.start()
     for line in servers.announcements():
         _say(out, line)
     if block:

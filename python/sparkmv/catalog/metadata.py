@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.modes import RefreshMode, RefreshPolicy, RefreshTrigger
+from sparkmv.catalog.schedule import Schedule
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.identifiers import TableName
 
@@ -215,6 +216,8 @@ class MvMetadata:
     # the types compiled under that key (JSON; "" when none)
     compiled_types: str = ""
     format_version: int = keys.FORMAT_VERSION
+    # when the scheduler refreshes it on its own (None: only when asked, or ON COMMIT)
+    schedule: Schedule | None = None
     # the token of the commit this metadata was read from ("" before the first commit); not
     # written by ``to_properties``: ``ViewCatalog.commit`` checks it and writes a new one
     commit_token: str = ""
@@ -231,6 +234,8 @@ class MvMetadata:
                 keys.QUERY_DATABASE: self.query_database,
                 keys.POLICY: self.policy.value,
                 keys.TRIGGER: self.trigger.value,
+                # always written: a commit must clear a schedule that ALTER dropped
+                keys.SCHEDULE: self.schedule.to_property() if self.schedule else "",
                 keys.BASE_TABLES: json.dumps(list(self.base_tables)),
                 keys.COLUMNS: json.dumps(list(self.columns)),
                 keys.SNAPSHOT: self.snapshot,
@@ -325,5 +330,6 @@ class MvMetadata:
             checked_schemas=values.get(keys.CHECKED_SCHEMAS, ""),
             compiled_types=values.get(keys.COMPILED_TYPES, ""),
             format_version=version,
+            schedule=Schedule.from_property(values.get(keys.SCHEDULE, "")),
             commit_token=values.get(keys.COMMIT_TOKEN, ""),
         )

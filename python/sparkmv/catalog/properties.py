@@ -19,6 +19,8 @@ QUERY = "sparkmv.query"
 QUERY_DATABASE = "sparkmv.query.database"
 POLICY = "sparkmv.refresh.policy"
 TRIGGER = "sparkmv.refresh.trigger"
+# The scheduler's schedule of the view (``catalog/schedule.py: Schedule.to_property``); "" none.
+SCHEDULE = "sparkmv.refresh.schedule"
 BASE_TABLES = "sparkmv.base_tables"  # JSON list of qualified names
 COLUMNS = "sparkmv.columns"  # JSON list of the visible column names
 SNAPSHOT = "sparkmv.storage.snapshot"  # path of the data the view currently reads

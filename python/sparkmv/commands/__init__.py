@@ -25,6 +25,7 @@ from sparkmv.parse import parse_statement
 from sparkmv.parse.statements import (
     AlterQueryStatement,
     AlterRefreshStatement,
+    AlterScheduleStatement,
     CreateStatement,
     DescribeStatement,
     DropStatement,
@@ -52,6 +53,7 @@ _RUNNERS: dict[type, Callable[[CommandContext, Any], Rows]] = {
     RefreshStatement: cascade.run,
     DropStatement: drop.run,
     AlterRefreshStatement: alter.run_set_refresh,
+    AlterScheduleStatement: alter.run_set_schedule,
     AlterQueryStatement: alter.run_as_query,
     DescribeStatement: describe.run,
     ShowStatement: show.run,
@@ -60,7 +62,13 @@ _RUNNERS: dict[type, Callable[[CommandContext, Any], Rows]] = {
 }
 
 
-_CHANGING_A_VIEW = (CreateStatement, DropStatement, AlterRefreshStatement, AlterQueryStatement)
+_CHANGING_A_VIEW = (
+    CreateStatement,
+    DropStatement,
+    AlterRefreshStatement,
+    AlterScheduleStatement,
+    AlterQueryStatement,
+)
 """Statements run under their view's lock; a REFRESH takes the lock of each view it refreshes
 (``cascade.refresh_one``), one at a time."""
 

@@ -1,4 +1,5 @@
-"""ALTER MATERIALIZED VIEW name { SET REFRESH ... | AS query }"""
+"""ALTER MATERIALIZED VIEW name { SET REFRESH ... | [SET] SCHEDULE EVERY ... | [SET] TARGET LAG
+... | DROP SCHEDULE | AS query }"""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from sparkmv.identifiers import quote_identifier
 from sparkmv.parse.statements import (
     AlterQueryStatement,
     AlterRefreshStatement,
+    AlterScheduleStatement,
     ColumnSpec,
     CreateStatement,
     RefreshClause,
@@ -63,6 +65,16 @@ def run_set_refresh(context: CommandContext, statement: AlterRefreshStatement) -
     return []
 
 
+def run_set_schedule(context: CommandContext, statement: AlterScheduleStatement) -> Rows:
+    """Set (or drop) the view's schedule; metadata only. The scheduler of a running server
+    reads it at its next look (``commands/scheduler.py``)."""
+    view = context.catalog.get(context.catalog.resolve(statement.name))
+    create.check_schedule(context.spark, view.name, statement.schedule)
+    updated = view.with_changes(schedule=statement.schedule)
+    context.catalog.commit(updated, snapshot.view_text(updated))
+    return []
+
+
 def run_as_query(context: CommandContext, statement: AlterQueryStatement) -> Rows:
     """Replace the definition, keeping comment, properties, policy, counters, creation time.
 
@@ -80,6 +92,7 @@ def run_as_query(context: CommandContext, statement: AlterQueryStatement) -> Row
         comment=entry.comment,
         properties=keys.user_properties(entry.properties),
         refresh=RefreshClause(view.policy, view.trigger),
+        schedule=view.schedule,
     )
     with current_database(context.spark, view.query_database):
         plan = create.plan_create(context, replacement)

@@ -26,9 +26,11 @@ from sparkmv.catalog import properties as keys
 from sparkmv.catalog.history import remove as remove_history
 from sparkmv.catalog.metadata import MvMetadata, RefreshStats, StorageLayout
 from sparkmv.catalog.modes import RefreshPolicy, RefreshTrigger
+from sparkmv.catalog.schedule import Schedule, ScheduleKind, format_interval
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.dependencies import check_no_cycle
 from sparkmv.commands.on_commit import check_immediate, mark_immediate
+from sparkmv.config import SCHEDULE_MIN_INTERVAL_SECONDS
 from sparkmv.delta.engine import BaseState, Version
 from sparkmv.delta.rules import delta_engine
 from sparkmv.errors import ErrorClass, SparkMvError
@@ -71,6 +73,7 @@ class CreatePlan:
     trigger: RefreshTrigger
     maintainability: Maintainability
     replaces: MvMetadata | None
+    schedule: Schedule | None = None
     # the replaced view's change log, if views read it: it stays theirs (the new contents
     # then differ from what the log vouches for, and they refresh fully, saying why)
     kept_properties: dict[str, str] = field(default_factory=dict)
@@ -106,6 +109,7 @@ def plan_create(context: CommandContext, statement: CreateStatement) -> CreatePl
     policy = statement.refresh.policy or RefreshPolicy.AUTO
     maintainability = maintainability_of(context.spark, query, database, data)
     check_policy(name, policy, maintainability)
+    check_schedule(context.spark, name, statement.schedule)
     return CreatePlan(
         name=name,
         query=query,
@@ -116,8 +120,26 @@ def plan_create(context: CommandContext, statement: CreateStatement) -> CreatePl
         trigger=statement.refresh.trigger or RefreshTrigger.ON_DEMAND,
         maintainability=maintainability,
         replaces=replaces,
+        schedule=statement.schedule,
         kept_properties=kept,
     )
+
+
+def check_schedule(spark: SparkSession, name: TableName, schedule: Schedule | None) -> None:
+    """Refuse a ``SCHEDULE EVERY`` or ``TARGET LAG`` shorter than the session's minimum
+    (``SCHEDULE_MIN_INTERVAL_SECONDS``); DOWNSTREAM takes its readers' lag, checked there."""
+    if schedule is None or schedule.kind is ScheduleKind.DOWNSTREAM:
+        return
+    minimum_ms = int(SCHEDULE_MIN_INTERVAL_SECONDS.value(spark) * 1000)
+    if schedule.interval_ms < minimum_ms:
+        raise SparkMvError(
+            ErrorClass.MATERIALIZED_VIEW_TARGET_LAG_TOO_SMALL,
+            clause="SCHEDULE EVERY" if schedule.kind is ScheduleKind.EVERY else "TARGET LAG",
+            name=name,
+            interval=f"'{format_interval(schedule.interval_ms)}'",
+            minimum=f"'{format_interval(minimum_ms)}'",
+            conf=SCHEDULE_MIN_INTERVAL_SECONDS.key,
+        )
 
 
 def execute_create(
@@ -210,6 +232,7 @@ def execute_create(
         layout=layout,
         checked_schemas=compiled_key,
         compiled_types=compiled_types_json(compiled_key),
+        schedule=plan.schedule,
     )
     try:
         properties = {**plan.definition.user_properties, **plan.kept_properties}

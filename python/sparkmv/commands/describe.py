@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from sparkmv.apply.hot_inputs import hot_inputs
+from sparkmv.apply.materialize import now_ms
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog import properties as keys
 from sparkmv.catalog.metadata import MvMetadata
 from sparkmv.catalog.modes import RefreshTrigger
+from sparkmv.catalog.schedule import ScheduleKind
 from sparkmv.commands.context import CommandContext, Rows
 from sparkmv.commands.dependencies import downstream_views
+from sparkmv.commands.scheduler import oldest_pending_ms, running
 from sparkmv.errors import SparkMvError
 from sparkmv.parse.statements import DescribeStatement
 from sparkmv.plan.cost import size
@@ -42,7 +46,89 @@ def run(context: CommandContext, statement: DescribeStatement) -> Rows:
         rows.extend((key, value, "") for key, value in change_logs(view, bases))
         rows.extend((key, value, "") for key, value in cached_inputs(context, view))
         rows.extend((key, value, "") for key, value in next_refresh(context.spark, view, bases))
+        rows.extend((key, value, "") for key, value in schedule_rows(context, view, bases))
     return rows
+
+
+@dataclass(frozen=True)
+class ScheduleReport:
+    """What DESCRIBE EXTENDED and SHOW MATERIALIZED VIEWS say of a view's schedule: the
+    clause, when the scheduler refreshes it next (or that none runs), and its current lag
+    (the age of its oldest change not yet in it, counted through the views it reads), None
+    for a view without a schedule (SHOW does not look at its logs)."""
+
+    schedule: str | None
+    next_refresh: str | None
+    lag_ms: int | None
+
+
+def schedule_report(
+    context: CommandContext, view: MvMetadata, bases: list[BaseTable] | None = None
+) -> ScheduleReport:
+    """The ``ScheduleReport`` of ``view`` (``bases``: as tracking sees them, if known)."""
+    if view.schedule is None:
+        return ScheduleReport(None, None, None)
+    scheduler = running()
+    now = scheduler.clock.now_ms() if scheduler is not None else now_ms()
+    pending = chain_pending_ms(context, view, bases)
+    lag = 0 if pending is None else max(now - pending, 0)
+    if scheduler is None:
+        return ScheduleReport(view.schedule.clause, NOT_RUNNING, lag)
+    decision = scheduler.decision
+    plan = decision.plans.get(view.name) if decision is not None else None
+    if plan is None:
+        return ScheduleReport(view.schedule.clause, "at the scheduler's next look", lag)
+    if plan.next_run_ms is None:
+        waits_for = (
+            "when a view that reads it refreshes on its schedule"
+            if plan.target_lag_ms is None and view.schedule.kind is ScheduleKind.DOWNSTREAM
+            else "after the next change of a base table"
+        )
+        return ScheduleReport(view.schedule.clause, waits_for, lag)
+    text = format_ms(max(plan.next_run_ms, now))
+    if plan.backoff is not None:
+        text += f" (retry after {plan.backoff.failures} failed refreshes in a row)"
+    return ScheduleReport(view.schedule.clause, text, lag)
+
+
+NOT_RUNNING = (
+    "not running: the schedule is stored; the scheduler runs in sparkmv server and sparkmv.serve()"
+)
+
+
+def chain_pending_ms(
+    context: CommandContext, view: MvMetadata, bases: list[BaseTable] | None = None
+) -> int | None:
+    """When the oldest change not yet in ``view`` was committed, counted through the views
+    it reads (``schedule_decision.pending_since``); None: nothing pending."""
+    bases = context.peek_tracking(view.base_tables) if bases is None else bases
+    times = [oldest_pending_ms(view, bases)]
+    for base in bases:
+        upstream = base.materialized_view
+        if upstream is not None:
+            times.append(chain_pending_ms(context, upstream))
+    known = [time for time in times if time is not None]
+    return min(known) if known else None
+
+
+def schedule_rows(
+    context: CommandContext, view: MvMetadata, bases: list[BaseTable]
+) -> list[tuple[str, str]]:
+    """The EXTENDED section's rows of the view's schedule (``schedule_report``)."""
+    report = schedule_report(context, view, bases)
+    if report.schedule is None:  # nothing to say, and no log to read
+        return []
+    seconds = lag_seconds(report.lag_ms or 0)
+    return [
+        ("Schedule", report.schedule),
+        ("Next Scheduled Refresh", report.next_refresh or ""),
+        ("Current Lag", f"{seconds} seconds" if seconds else "0 seconds: nothing pending"),
+    ]
+
+
+def lag_seconds(lag_ms: int) -> int:
+    """A lag in whole seconds, rounded up: a change pending for any time shows a lag."""
+    return -(-lag_ms // 1000)
 
 
 def view_graph(

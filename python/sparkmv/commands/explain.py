@@ -18,6 +18,7 @@ from sparkmv.delta.engine import DeltaEngine
 from sparkmv.parse.statements import (
     AlterQueryStatement,
     AlterRefreshStatement,
+    AlterScheduleStatement,
     CreateStatement,
     DescribeStatement,
     DropStatement,
@@ -39,6 +40,7 @@ STATEMENT_NAMES: dict[type, str] = {
     ShowRefreshesStatement: "SHOW MATERIALIZED VIEW REFRESHES",
     DescribeStatement: "DESCRIBE MATERIALIZED VIEW",
     AlterRefreshStatement: "ALTER MATERIALIZED VIEW ... SET REFRESH",
+    AlterScheduleStatement: "ALTER MATERIALIZED VIEW ... SCHEDULE",
     AlterQueryStatement: "ALTER MATERIALIZED VIEW ... AS",
     ExplainStatement: "EXPLAIN",
 }

@@ -4,7 +4,8 @@ Grammar (keywords case-insensitive, comments anywhere)::
 
     CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name
         [ ( col [COMMENT 'c'] [, ...] ) ]
-        { COMMENT 'c' | TBLPROPERTIES ( 'k' = 'v' [, ...] ) | REFRESH refresh_spec } ...
+        { COMMENT 'c' | TBLPROPERTIES ( 'k' = 'v' [, ...] ) | REFRESH refresh_spec
+          | schedule_spec } ...
         AS query
     REFRESH MATERIALIZED VIEW name [ FULL | INCREMENTAL ] [ CASCADE ]
     DROP MATERIALIZED VIEW [ IF EXISTS ] name [ CASCADE ]
@@ -12,9 +13,12 @@ Grammar (keywords case-insensitive, comments anywhere)::
     SHOW MATERIALIZED VIEW REFRESHES [ FOR name ] [ LIMIT n ]
     sparkmv_refresh_history ( [ 'name' ] )    (the table-valued function's call, from the shim)
     { DESCRIBE | DESC } MATERIALIZED VIEW [ EXTENDED ] name
-    ALTER MATERIALIZED VIEW name { SET REFRESH refresh_spec | AS query }
+    ALTER MATERIALIZED VIEW name
+        { SET REFRESH refresh_spec | [SET] schedule_spec | DROP SCHEDULE | AS query }
     EXPLAIN [ EXTENDED | FORMATTED | CODEGEN | COST | LOGICAL ] statement
     refresh_spec := [ AUTO | INCREMENTAL | FULL ] [ ON DEMAND | ON COMMIT ]
+    schedule_spec := SCHEDULE EVERY 'interval' | TARGET LAG { 'interval' | DOWNSTREAM }
+    interval := a Spark interval string: '30 seconds', '5 minutes', '1 hour 30 minutes'
     name := [ [spark_catalog .] db . ] identifier
 
 The query after ``AS`` is kept verbatim; ``analyze.query`` checks it.
@@ -25,6 +29,7 @@ from __future__ import annotations
 import re
 
 from sparkmv.catalog.modes import RefreshMode, RefreshPolicy, RefreshTrigger
+from sparkmv.catalog.schedule import Schedule, ScheduleKind, parse_interval
 from sparkmv.config import REFRESH_HISTORY_FUNCTION
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.identifiers import TableName, quote_identifier
@@ -32,6 +37,7 @@ from sparkmv.parse.lexer import Token, TokenKind, tokenize
 from sparkmv.parse.statements import (
     AlterQueryStatement,
     AlterRefreshStatement,
+    AlterScheduleStatement,
     ColumnSpec,
     CreateStatement,
     DescribeStatement,
@@ -247,6 +253,7 @@ class _Parser:
         comment: str | None = None
         properties: dict[str, str] | None = None
         refresh: RefreshClause | None = None
+        schedule: Schedule | None = None
         first_clause = True
         while not self.peek_word("AS"):
             if self.accept("COMMENT"):
@@ -258,6 +265,10 @@ class _Parser:
             elif self.accept("REFRESH"):
                 self.once(refresh, "REFRESH")
                 refresh = self.refresh_clause()
+            elif self.peek_word("SCHEDULE", "TARGET"):
+                if schedule is not None:
+                    raise self.schedule_conflict(schedule)
+                schedule = self.schedule_clause()
             else:
                 raise self.option_error(right_after_name=first_clause and not columns)
             first_clause = False
@@ -271,6 +282,7 @@ class _Parser:
             comment=comment,
             properties=properties or {},
             refresh=refresh or RefreshClause(),
+            schedule=schedule,
         )
 
     def refresh(self) -> RefreshStatement:
@@ -340,9 +352,17 @@ class _Parser:
                     "AUTO, INCREMENTAL, FULL, ON DEMAND or ON COMMIT",
                 )
             return AlterRefreshStatement(name, clause)
-        if self.accept("AS"):
+        if self.accept("DROP", "SCHEDULE"):
+            return AlterScheduleStatement(name, None)
+        set_given = self.accept("SET")
+        if self.peek_word("SCHEDULE", "TARGET"):
+            return AlterScheduleStatement(name, self.schedule_clause())
+        if not set_given and self.accept("AS"):
             return AlterQueryStatement(name, self.query_text())
-        raise self.error(f"unexpected {self.token.describe()}", "SET REFRESH or AS")
+        raise self.error(
+            f"unexpected {self.token.describe()}",
+            "SET REFRESH, SET SCHEDULE EVERY, SET TARGET LAG, DROP SCHEDULE or AS",
+        )
 
     # -- clauses -------------------------------------------------------------------------
 
@@ -363,11 +383,12 @@ class _Parser:
             return SparkMvError(
                 ErrorClass.MATERIALIZED_VIEW_UNKNOWN_OPTION,
                 option=self.token.text.upper(),
-                valid="COMMENT, TBLPROPERTIES, REFRESH, then AS query",
+                valid="COMMENT, TBLPROPERTIES, REFRESH, SCHEDULE EVERY, TARGET LAG, then AS query",
                 hint=hint,
             )
         return self.error(
-            f"unexpected {self.token.describe()}", "COMMENT, TBLPROPERTIES, REFRESH or AS"
+            f"unexpected {self.token.describe()}",
+            "COMMENT, TBLPROPERTIES, REFRESH, SCHEDULE EVERY, TARGET LAG or AS",
         )
 
     def refresh_clause(self) -> RefreshClause:
@@ -385,7 +406,7 @@ class _Parser:
             else:
                 raise self.error(f"unexpected {self.token.describe()}", "DEMAND or COMMIT")
         elif self.token.kind is TokenKind.WORD and not self.peek_word(
-            "AS", "COMMENT", "TBLPROPERTIES"
+            "AS", "COMMENT", "TBLPROPERTIES", "SCHEDULE", "TARGET"
         ):
             raise SparkMvError(
                 ErrorClass.MATERIALIZED_VIEW_UNKNOWN_OPTION,
@@ -394,6 +415,32 @@ class _Parser:
                 hint="",
             )
         return RefreshClause(policy, trigger)
+
+    def schedule_clause(self) -> Schedule:
+        """``SCHEDULE EVERY 'interval'`` or ``TARGET LAG { 'interval' | DOWNSTREAM }``, the
+        interval checked for its syntax here (its minimum is a session conf, checked by the
+        command)."""
+        if self.accept("SCHEDULE"):
+            self.expect("EVERY")
+            return Schedule(ScheduleKind.EVERY, self.interval())
+        self.expect("TARGET", "LAG")
+        if self.accept("DOWNSTREAM"):
+            return Schedule(ScheduleKind.DOWNSTREAM)
+        return Schedule(ScheduleKind.TARGET_LAG, self.interval())
+
+    def interval(self) -> int:
+        """An interval string's milliseconds (``parse_interval``)."""
+        if self.token.kind is not TokenKind.STRING:
+            raise self.error(
+                f"unexpected {self.token.describe()}", "an interval string such as '5 minutes'"
+            )
+        return parse_interval(self.string())
+
+    def schedule_conflict(self, seen: Schedule) -> SparkMvError:
+        if self.peek_word("SCHEDULE") == (seen.kind is ScheduleKind.EVERY):
+            clause = "SCHEDULE" if seen.kind is ScheduleKind.EVERY else "TARGET LAG"
+            return SparkMvError(ErrorClass.MATERIALIZED_VIEW_DUPLICATE_CLAUSE, clause=clause)
+        return SparkMvError(ErrorClass.MATERIALIZED_VIEW_CONFLICTING_SCHEDULE)
 
     def column_list(self) -> tuple[ColumnSpec, ...]:
         self.expect_symbol("(")

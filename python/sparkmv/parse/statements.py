@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sparkmv.catalog.modes import RefreshMode, RefreshPolicy, RefreshTrigger
+from sparkmv.catalog.schedule import Schedule
 from sparkmv.identifiers import TableName
 
 
@@ -30,6 +31,7 @@ class CreateStatement:
     comment: str | None = None
     properties: dict[str, str] = field(default_factory=dict)
     refresh: RefreshClause = RefreshClause()
+    schedule: Schedule | None = None  # SCHEDULE EVERY / TARGET LAG
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,15 @@ class AlterRefreshStatement:
 
 
 @dataclass(frozen=True)
+class AlterScheduleStatement:
+    """``ALTER MATERIALIZED VIEW v [SET] { SCHEDULE EVERY ... | TARGET LAG ... }``, or
+    ``... DROP SCHEDULE`` (``schedule`` None)."""
+
+    name: TableName
+    schedule: Schedule | None
+
+
+@dataclass(frozen=True)
 class AlterQueryStatement:
     """``ALTER MATERIALIZED VIEW v AS query``"""
 
@@ -97,6 +108,7 @@ Statement = (
     | ShowRefreshesStatement
     | DescribeStatement
     | AlterRefreshStatement
+    | AlterScheduleStatement
     | AlterQueryStatement
     | ExplainStatement
 )
