@@ -15,11 +15,6 @@ ROOT = Path(__file__).resolve().parents[1]
 MAIN = ROOT / "scala-shim" / "src" / "main"
 
 
-def test_the_lines_are_the_shims_line_directories() -> None:
-    # 4.2 for Delta Lake, 4.3 the default (issue 54).
-    assert jar.supported_spark_lines(MAIN) == ("4.2", "4.3")
-
-
 def test_pyprojects_pyspark_requirement_admits_exactly_the_supported_lines() -> None:
     project = tomllib.loads((ROOT / "python" / "pyproject.toml").read_text())["project"]
     (pyspark,) = [

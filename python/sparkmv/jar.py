@@ -31,7 +31,7 @@ supported Spark line."""
 COMMON_SOURCES = "scala"
 """The directory of the shim's sources that compile against every supported Spark line."""
 LINE_SOURCES_PREFIX = "scala-spark-"
-"""``scala-spark-4.2``, ``scala-spark-4.3``: the only sources that differ between Spark lines
+"""``scala-spark-<line>``: the only sources that differ between Spark lines
 (small compat traits, e.g. ``ParserCompat``), one directory per line. Those directories are
 the one list of the lines sparkmv supports (``supported_spark_lines``)."""
 
