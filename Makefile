@@ -28,11 +28,12 @@ test: lint $(JAR) $(SERVER_INSTALLED)
 	$(PY) -m pytest $(XDIST)
 
 # The shim built against pyspark $(PYSPARK_42) in its own virtualenv, and a few suites on it: the
-# parser claim, the statements' lifecycle, write capture (not part of `make test`).
+# line's source pick, the parser claim, the statements' lifecycle, write capture (62 tests, about
+# 15 minutes on a loaded 2-core machine; not part of `make test` or .ci/run).
 VENV_42 := .venv-spark42
 INSTALLED_42 := $(VENV_42)/.installed
 JAR_42 := $(call shim_jar,$(PYSPARK_42))
-SPARK42_TESTS := tests/parse tests/commands/test_lifecycle.py tests/capture/test_write_capture.py
+SPARK42_TESTS := tests/test_spark_lines.py tests/parse tests/commands/test_lifecycle.py tests/capture/test_write_capture.py
 test-spark42: $(JAR_42)
 	$(VENV_42)/bin/python -m pytest $(SPARK42_TESTS)
 
