@@ -5,10 +5,17 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 SERVER_INSTALLED := $(VENV)/.installed-server
-JAR := python/sparkmv/jars/sparkmv-shim.jar
+# The pyspark each virtualenv is pinned to: .venv's (the default line) and .venv-spark42's
+# (`make test-spark42`); python/pyproject.toml admits every line the shim has sources for.
+PYSPARK := 4.3.0
+PYSPARK_42 := 4.2.0
+# A Spark line (major.minor) of a version: the shim's jar is built per line (sparkmv/jar.py).
+spark_line = $(word 1,$(subst ., ,$(1))).$(word 2,$(subst ., ,$(1)))
+shim_jar = python/sparkmv/jars/spark-$(call spark_line,$(1))/sparkmv-shim.jar
+JAR := $(call shim_jar,$(PYSPARK))
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-refresh bench-irrelevance bench-recursive bench-tpch bench-join-floor bench-crossover clean
+.PHONY: demo test test-full test-spark42 sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-refresh bench-irrelevance bench-recursive bench-tpch bench-join-floor bench-crossover clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -19,6 +26,16 @@ demo: $(INSTALLED) $(JAR)
 XDIST := -n 2 --dist loadfile
 test: lint $(JAR) $(SERVER_INSTALLED)
 	$(PY) -m pytest $(XDIST)
+
+# The shim built against pyspark $(PYSPARK_42) in its own virtualenv, and a few suites on it: the
+# line's source pick, the parser claim, the statements' lifecycle, write capture (62 tests, about
+# 15 minutes on a loaded 2-core machine; not part of `make test` or .ci/run).
+VENV_42 := .venv-spark42
+INSTALLED_42 := $(VENV_42)/.installed
+JAR_42 := $(call shim_jar,$(PYSPARK_42))
+SPARK42_TESTS := tests/test_spark_lines.py tests/parse tests/commands/test_lifecycle.py tests/capture/test_write_capture.py
+test-spark42: $(JAR_42)
+	$(VENV_42)/bin/python -m pytest $(SPARK42_TESTS)
 
 # The randomized suites at full size (20x the examples, unseeded).
 test-full: $(INSTALLED) $(JAR) $(SERVER_INSTALLED)
@@ -123,17 +140,23 @@ bench-recursive: $(INSTALLED) $(JAR)
 
 $(INSTALLED): python/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[test]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[test]' pyspark==$(PYSPARK)
+	touch $@
+
+$(INSTALLED_42): python/pyproject.toml
+	test -x $(VENV_42)/bin/python || $(PYTHON) -m venv $(VENV_42)
+	$(VENV_42)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-e 'python[test]' pyspark==$(PYSPARK_42)
 	touch $@
 
 # The benchmarks' extra dependencies (the bench group: DuckDB and its tpch extension).
 $(BENCH_INSTALLED): python/pyproject.toml | $(INSTALLED)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[bench]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[bench]' pyspark==$(PYSPARK)
 	touch $@
 
 # The Spark Connect client's dependencies (the server extra), for tests/test_server.py.
 $(SERVER_INSTALLED): python/pyproject.toml | $(INSTALLED)
-	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[server]'
+	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[server]' pyspark==$(PYSPARK)
 	touch $@
 
 # Rebuilt only when the shim's sources or the error classes it carries change (sparkmv.jar
@@ -141,5 +164,8 @@ $(SERVER_INSTALLED): python/pyproject.toml | $(INSTALLED)
 $(JAR): $(SHIM_SOURCES) python/sparkmv/errors.py | $(INSTALLED)
 	$(VENV)/bin/sparkmv jar
 
+$(JAR_42): $(SHIM_SOURCES) python/sparkmv/errors.py | $(INSTALLED_42)
+	$(VENV_42)/bin/sparkmv jar
+
 clean:
-	rm -rf $(VENV) python/sparkmv/jars spark-warehouse demo-warehouse .pytest_cache .mypy_cache
+	rm -rf $(VENV) $(VENV_42) python/sparkmv/jars spark-warehouse demo-warehouse .pytest_cache .mypy_cache

@@ -13,7 +13,7 @@ import pytest
 from sparkmv import jar
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ROOT / "scala-shim" / "src" / "main" / "scala"
+SOURCES = ROOT / "scala-shim" / "src" / "main"  # the common sources and every line's
 
 
 def test_a_wheel_carries_the_shims_sources(tmp_path: Path) -> None:

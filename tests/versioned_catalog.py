@@ -1,6 +1,7 @@
 """The test-only DSv2 catalogs of ``scala-shim/src/test/scala`` (``VersionedCatalog``), compiled
-into a jar of their own under ``tests/.build/`` (never into the product jar), rebuilt when
-their sources or the shim's jar change, and registered in the tests' shared session.
+into a jar of their own under ``tests/.build/spark-<line>/`` (never into the product jar; one per
+Spark line, as the shim's), rebuilt when their sources or the shim's jar change, and registered
+in the tests' shared session.
 
 ``testcat``: in-memory versioned tables whose catalog answers Spark's changelog
 (``CHANGES FROM VERSION a TO VERSION b``), standing in for Delta and Iceberg; ``plaincat``: the
@@ -15,11 +16,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 from sparkmv.config import DRIVER_CLASS_PATH_CONF
-from sparkmv.jar import built_jar, jar_path
+from sparkmv.jar import built_jar, jar_path, line_jar
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "scala-shim" / "src" / "test" / "scala"
-JAR = REPO / "tests" / ".build" / "sparkmv-test-catalog.jar"
+BUILD = REPO / "tests" / ".build"
 
 CHANGELOG_CATALOG = "testcat"
 PLAIN_CATALOG = "plaincat"
@@ -34,7 +35,7 @@ def session_conf() -> dict[str, str]:
     """What the shared session needs for the test catalogs: their jar on the driver's class
     path (a catalog class is loaded by the driver's class loader, so a jar added at run time
     would not do), and each catalog registered (loaded on first use)."""
-    jar = built_jar(JAR, SOURCES, (Path(jar_path()),))
+    jar = built_jar(line_jar(BUILD, "sparkmv-test-catalog.jar"), (SOURCES,), (Path(jar_path()),))
     return {
         "spark.jars": jar,
         DRIVER_CLASS_PATH_CONF: jar,
