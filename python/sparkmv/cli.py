@@ -12,7 +12,6 @@ from typing import TextIO
 
 from sparkmv.config import (
     CONNECT_PORT,
-    CONSOLE_PROGRESS_CONF,
     SERVER_APPLICATION_CONF,
     SERVER_HOST,
     THRIFT_PORT,
@@ -191,9 +190,7 @@ def _run_server(args: argparse.Namespace) -> int:
 
 
 def _run_sql(args: argparse.Namespace, stdin: TextIO, stdout: TextIO) -> int:
-    conf = dict(args.conf)
-    if sys.stderr.isatty():  # someone watches: long statements show Spark's progress bar
-        conf.setdefault(CONSOLE_PROGRESS_CONF, "true")
+    conf = dict(args.conf)  # on a terminal the shell shows its own progress line (progress.py)
     logging.getLogger("py4j").setLevel(logging.ERROR)
     shell = Shell.start(args.warehouse, conf, stdout, args.metastore_url)
     try:

@@ -22,6 +22,7 @@ CHANGELOG_BRIDGE_CLASS = "io.sparkmv.catalog.ChangelogBridge"
 FS_BRIDGE_CLASS = "io.sparkmv.fs.FsBridge"
 FRAME_BRIDGE_CLASS = "io.sparkmv.frames.FrameBridge"
 REFRESH_JOBS_CLASS = "io.sparkmv.jobs.RefreshJobs"
+JOB_STEPS_CLASS = "io.sparkmv.jobs.JobSteps"
 LOCAL_FILE_SYSTEM_CLASS = "io.sparkmv.fs.LocalFileSystemWithNioPermissions"
 """Hadoop's ``fs.file.impl`` in ``sparkmv.session()``: every file Spark writes on the local
 file system (and its checksum file) would otherwise start a ``chmod`` process, 12-17 ms
@@ -90,7 +91,7 @@ DEFAULT_SESSION_CONF: dict[str, str] = {
     "spark.app.name": "sparkmv",
     "spark.sql.shuffle.partitions": "4",
     "spark.ui.enabled": "false",
-    CONSOLE_PROGRESS_CONF: "false",  # on in ``sparkmv sql`` on a terminal
+    CONSOLE_PROGRESS_CONF: "false",  # ``sparkmv sql`` shows its own line (progress.py)
     # Spark keeps the last 1000 SQL executions' plans and 1000 jobs and stages in the driver's
     # status store even with the UI off; a refresh runs several jobs with wide plans, so the
     # defaults alone can fill a 1 GiB driver heap in a long session.
@@ -307,3 +308,13 @@ def _swap_confs(spark: SparkSession, values: Mapping[str, str | None]) -> dict[s
     swapped = helper(spark, FRAME_BRIDGE_CLASS).swapConfs(session, json.dumps(dict(values)))
     previous: dict[str, str | None] = json.loads(str(swapped))
     return previous
+
+
+PROGRESS_DELAY_MS = Threshold("spark.sparkmv.shell.progressDelayMs", 1000)
+"""``sparkmv sql`` on a terminal shows a progress line (stage, tasks done/total, elapsed) for
+a statement still running after this many milliseconds (``progress.py``): quick statements
+print none."""
+
+PROGRESS_INTERVAL_MS = Threshold("spark.sparkmv.shell.progressIntervalMs", 250)
+"""Milliseconds between two updates of ``sparkmv sql``'s progress line; each polls Spark's
+status tracker (a few py4j round trips, no Spark job)."""

@@ -1,10 +1,12 @@
 """Names of the Spark jobs sparkmv runs, as Spark's UI and history server show them.
 
-Every job a refresh or a CREATE runs carries a description saying which view and which step,
-e.g. ``REFRESH db.v: ΔV`` or ``REFRESH db.v: write 3 buckets``: Spark's job description, a
-property of the thread that submits the job (the statement's thread: sparkmv's calls from
-Python reach the JVM on it). The description the statement had before (a JDBC server sets
-one per statement) is restored after each step.
+Every job a refresh or a CREATE runs carries a job group naming the statement and its view
+(``sparkmv REFRESH db.v``) and a description naming the step as well (``sparkmv REFRESH
+db.v: ΔV``, ``sparkmv REFRESH db.v: write 3 buckets``): properties of the thread that submits
+the job (the statement's thread: sparkmv's calls from Python reach the JVM on it). The group
+and description the statement had before (a user's ``setJobGroup``, a JDBC server's per
+statement) are restored after each step. Jobs of the same view share a group, so Spark's UI
+lists them together and ``statusTracker().getJobIdsForGroup`` finds them.
 
 ``start_counting`` and ``stop_counting`` count the jobs a refresh runs and the bytes their
 tasks read, as Spark's listener bus reports them (``io.sparkmv.jobs.RefreshJobs``), with no
@@ -19,22 +21,28 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from sparkmv.config import REFRESH_JOBS_CLASS
+from sparkmv.config import JOB_STEPS_CLASS, REFRESH_JOBS_CLASS
 from sparkmv.jvm import helper
 
 JOB_DESCRIPTION = "spark.job.description"  # SparkContext.SPARK_JOB_DESCRIPTION
+JOB_GROUP = "spark.jobGroup.id"  # SparkContext.SPARK_JOB_GROUP_ID
+PREFIX = "sparkmv "
 
 
 @contextmanager
 def job_step(spark: SparkSession, description: str) -> Iterator[None]:
-    """Jobs submitted meanwhile are described as ``description``."""
-    context = spark.sparkContext
-    previous = context.getLocalProperty(JOB_DESCRIPTION)
-    context.setLocalProperty(JOB_DESCRIPTION, description)
+    """Jobs submitted meanwhile from this thread are described as ``sparkmv description``
+    and grouped as ``sparkmv`` and the part of ``description`` before its first ``: `` (the
+    statement and its view, e.g. ``REFRESH db.v``). Two py4j round trips in all
+    (``io.sparkmv.jobs.JobSteps``): one sets both properties and answers the previous ones,
+    one puts those back, also when the step fails."""
+    steps = helper(spark, JOB_STEPS_CLASS)
+    statement = description.partition(": ")[0]
+    previous = str(steps.enter(PREFIX + statement, PREFIX + description))
     try:
         yield
     finally:
-        context.setLocalProperty(JOB_DESCRIPTION, previous)  # type: ignore[arg-type]
+        steps.restore(previous)
 
 
 def buckets(count: int) -> str:

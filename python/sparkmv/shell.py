@@ -1,4 +1,5 @@
-"""A small SQL shell over a sparkmv session: statement splitting, tables, errors."""
+"""A small SQL shell over a sparkmv session: statement splitting, tables, errors, and on a
+terminal a progress line while a statement runs (``progress.py``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 
 from sparkmv.bridge import pyspark_error_loggers
+from sparkmv.progress import progress
 
 PROMPT = "sparkmv> "
 CONTINUATION = "       > "
@@ -121,10 +123,12 @@ class Shell:
         self.spark.stop()
 
     def run(self, statement: str) -> bool:
-        """Run one statement and print its result; False if it failed."""
+        """Run one statement and print its result; False if it failed. The progress line
+        (on a terminal) is blanked before anything is printed."""
         try:
-            frame = self.spark.sql(statement)
-            rows = frame.collect()
+            with progress(self.spark, self.out):
+                frame = self.spark.sql(statement)
+                rows = frame.collect()
         except PySparkException as error:
             print(format_error(error), file=self.out)
             return False
