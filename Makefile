@@ -15,7 +15,7 @@ shim_jar = python/sparkmv/jars/spark-$(call spark_line,$(1))/sparkmv-shim.jar
 JAR := $(call shim_jar,$(PYSPARK))
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full test-spark42 sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-refresh bench-irrelevance bench-recursive bench-tpch bench-join-floor bench-crossover clean
+.PHONY: demo test test-full test-spark42 sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-refresh bench-irrelevance bench-key-proofs bench-recursive bench-tpch bench-join-floor bench-crossover clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -128,6 +128,11 @@ bench-join-floor: $(BENCH_INSTALLED) $(JAR)
 # Writes bench/results/crossover.svg and .json (`python bench/crossover.py --help` for sizes).
 bench-crossover: $(BENCH_INSTALLED) $(JAR)
 	$(PY) bench/crossover.py
+
+# Join-term proofs from footer statistics: a join view after an append of new orders and their
+# lineitems, proofs on and off.
+bench-key-proofs: $(INSTALLED) $(JAR)
+	$(PY) bench/key_proofs.py
 
 # Irrelevance filters: a 1M-row insert, 99% provably irrelevant, filters on / off vs only the 1%.
 bench-irrelevance: $(INSTALLED) $(JAR)
