@@ -25,7 +25,7 @@ import sparkmv
 import versioned_catalog
 from hypothesis import HealthCheck, settings
 from py4j import clientserver
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.files import TableFiles
 from sparkmv.capture.tracking import Tracking
@@ -317,3 +317,8 @@ def _send_releases(client: Any) -> None:
             break
         owner, target_id = task
         owner.garbage_collect_object(target_id, False)
+
+
+def refresh_history(spark: SparkSession, view: str) -> list[Row]:
+    """The view's refresh records (SHOW MATERIALIZED VIEW REFRESHES), oldest first."""
+    return list(reversed(spark.sql(f"SHOW MATERIALIZED VIEW REFRESHES FOR {view}").collect()))

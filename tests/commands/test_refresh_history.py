@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 from conftest import FULL_RUN, run_crash_step, session_confs
+from conftest import refresh_history as history
 from pyspark.errors import PySparkException
-from pyspark.sql import Row, SparkSession
+from pyspark.sql import SparkSession
 from sparkmv.catalog import history as store
 from sparkmv.catalog.history import RefreshRecord, Status, Trigger
 from sparkmv.config import HISTORY_RETENTION
@@ -18,11 +19,6 @@ from sparkmv.faults import CRASH_EXIT_CODE
 from sparkmv.identifiers import TableName
 
 QUERY = "SELECT k, count(*) AS n, sum(v) AS total FROM t GROUP BY k"
-
-
-def history(spark: SparkSession, view: str) -> list[Row]:
-    """The view's records, oldest first."""
-    return list(reversed(spark.sql(f"SHOW MATERIALIZED VIEW REFRESHES FOR {view}").collect()))
 
 
 @pytest.fixture

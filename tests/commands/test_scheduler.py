@@ -9,7 +9,8 @@ import threading
 
 import pytest
 from conftest import assert_view_matches_query, view_description
-from pyspark.sql import Row, SparkSession
+from conftest import refresh_history as history
+from pyspark.sql import SparkSession
 from sparkmv.apply.materialize import now_ms
 from sparkmv.commands.scheduler import Outcome, Scheduler, running
 from sparkmv.identifiers import TableName
@@ -33,11 +34,6 @@ class FakeClock:
     def wait(self, seconds: float, stop: threading.Event) -> bool:
         self.waits.append(seconds)
         return True
-
-
-def history(spark: SparkSession, view: str) -> list[Row]:
-    """The view's refresh records, oldest first."""
-    return list(reversed(spark.sql(f"SHOW MATERIALIZED VIEW REFRESHES FOR {view}").collect()))
 
 
 @pytest.fixture
