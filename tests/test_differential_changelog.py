@@ -18,7 +18,9 @@ from differential import MAINTAINABLE, NO_CHANGE, NO_SHRINK, example_database, n
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
-from versioned_catalog import CHANGELOG_CATALOG, commit
+from versioned_catalog import CHANGELOG_CATALOG, commit, requires_changelog
+
+pytestmark = requires_changelog
 
 R_SCHEMA = "a INT, b INT"
 VIEWS = {

@@ -42,11 +42,12 @@ def test_every_line_defines_the_same_compat_files() -> None:
 
 
 def test_an_unsupported_line_is_refused_naming_the_supported_ones() -> None:
-    assert jar.spark_line("4.1.4") == "4.1"
+    assert jar.spark_line("4.0.1") == "4.0"
     with pytest.raises(
-        jar.JarBuildError, match=r"line 4\.1 is not supported; sparkmv supports Spark 4\.2, 4\.3$"
+        jar.JarBuildError,
+        match=r"line 4\.0 is not supported; sparkmv supports Spark 4\.1, 4\.2, 4\.3$",
     ):
-        jar.shim_sources("4.1", MAIN)
+        jar.shim_sources("4.0", MAIN)
 
 
 def test_the_installed_pysparks_line_compiles_its_own_directory() -> None:

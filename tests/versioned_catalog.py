@@ -5,7 +5,8 @@ in the tests' shared session.
 
 ``testcat``: in-memory versioned tables whose catalog answers Spark's changelog
 (``CHANGES FROM VERSION a TO VERSION b``), standing in for Delta and Iceberg; ``plaincat``: the
-same tables without a changelog.
+same tables without a changelog. Spark 4.1 has no changelog API: there ``testcat`` is a second
+``plaincat`` and the tests that read its changelog are skipped (``requires_changelog``).
 """
 
 from __future__ import annotations
@@ -14,13 +15,55 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pyspark.sql import SparkSession
 from sparkmv.config import DRIVER_CLASS_PATH_CONF
-from sparkmv.jar import built_jar, jar_path, line_jar
+from sparkmv.jar import (
+    COMMON_SOURCES,
+    LINE_SOURCES_PREFIX,
+    built_jar,
+    jar_path,
+    line_jar,
+    spark_line,
+    supported_spark_lines,
+)
 
 REPO = Path(__file__).resolve().parents[1]
-SOURCES = REPO / "scala-shim" / "src" / "test" / "scala"
+TEST_SOURCES = REPO / "scala-shim" / "src" / "test"
+SOURCES = TEST_SOURCES / COMMON_SOURCES
 BUILD = REPO / "tests" / ".build"
+CHANGELOG_LINE = "4.2"
+"""The first Spark line with the changelog API (``TableCatalog.loadChangelog``)."""
+
+
+def _line_key(line: str) -> tuple[int, ...]:
+    return tuple(map(int, line.split(".")))
+
+
+HAS_CHANGELOG = _line_key(spark_line()) >= _line_key(CHANGELOG_LINE)
+requires_changelog = pytest.mark.skipif(
+    not HAS_CHANGELOG,
+    reason=f"Spark {spark_line()} has no changelog API (TableCatalog.loadChangelog is Spark "
+    f"{CHANGELOG_LINE}'s): testcat answers no CHANGES FROM VERSION",
+)
+"""For a test that reads ``testcat``'s changelog."""
+
+
+def line_sources(line: str | None = None) -> Path:
+    """The test sources for Spark ``line`` (by default the installed pyspark's) beside the
+    common ones: the directory of the newest line not newer than it, since the test catalogs
+    differ only where an API appeared (``scala-spark-4.2``: the changelog, for 4.2 and every
+    later line), not per line as the shim's compat sources do."""
+    line = line or spark_line()
+    older = [
+        known
+        for known in supported_spark_lines(TEST_SOURCES)
+        if _line_key(known) <= _line_key(line)
+    ]
+    if not older:
+        raise RuntimeError(f"no test sources under {TEST_SOURCES} for Spark {line}")
+    return TEST_SOURCES / f"{LINE_SOURCES_PREFIX}{older[-1]}"
+
 
 CHANGELOG_CATALOG = "testcat"
 PLAIN_CATALOG = "plaincat"
@@ -35,7 +78,11 @@ def session_conf() -> dict[str, str]:
     """What the shared session needs for the test catalogs: their jar on the driver's class
     path (a catalog class is loaded by the driver's class loader, so a jar added at run time
     would not do), and each catalog registered (loaded on first use)."""
-    jar = built_jar(line_jar(BUILD, "sparkmv-test-catalog.jar"), (SOURCES,), (Path(jar_path()),))
+    jar = built_jar(
+        line_jar(BUILD, "sparkmv-test-catalog.jar"),
+        (SOURCES, line_sources()),
+        (Path(jar_path()),),
+    )
     return {
         "spark.jars": jar,
         DRIVER_CLASS_PATH_CONF: jar,

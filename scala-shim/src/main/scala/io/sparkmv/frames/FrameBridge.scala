@@ -105,11 +105,11 @@ object FrameBridge {
   /**
    * The metrics of `observation` as a JSON object, once an action that ran its DataFrame
    * ended: `{}` when Spark pruned the observed plan (no metrics arrived), null when no ended
-   * action carried it. Never waits: Spark completes an observation as the action that carries
-   * it ends (`SQLExecution.withNewExecutionId`), before the action returns.
+   * action carried it. Never waits for an action: whether one ended is `ObservationCompat`'s
+   * (per Spark line: 4.2 completes an observation before the action returns, 4.1 later).
    */
   def metrics(observation: Observation): String =
-    if (!observation.future.isCompleted) null
+    if (!ObservationCompat.completed(observation)) null
     else {
       val row = SparkInternals.observedRow(observation)
       if (row == null || row.length == 0) "{}" else row.json

@@ -13,8 +13,7 @@ import org.apache.spark.sql.catalyst.analysis.{NoSuchTableException, TableAlread
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.classic.SparkSession
 import org.apache.spark.sql.connector.catalog._
-import org.apache.spark.sql.connector.catalog.ChangelogRange.VersionRange
-import org.apache.spark.sql.connector.expressions.{Expressions, NamedReference, Transform}
+import org.apache.spark.sql.connector.expressions.Transform
 import org.apache.spark.sql.connector.read._
 import org.apache.spark.sql.connector.write._
 import org.apache.spark.sql.types._
@@ -25,7 +24,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * TEST ONLY (never in the product jar). A DSv2 catalog of in-memory versioned tables, standing
  * in for Delta or Iceberg, which cannot be fetched here. Every write commits a new version
  * (`CREATE TABLE` is version 0); each version keeps its rows and its change rows, so a table
- * answers `VERSION AS OF v` and, in `ChangelogCatalog`, Spark's changelog
+ * answers `VERSION AS OF v` and, in `ChangelogCatalog` (`scala-spark-<line>`), Spark's changelog
  * (`SELECT ... FROM t CHANGES FROM VERSION a TO VERSION b`) with inserts, deletes and update
  * pre/post-images. This class itself offers no changelog (`TableCatalog.loadChangelog` keeps
  * Spark's default, which refuses). Writes: SQL `INSERT INTO`, and `VersionedCatalog.commit`
@@ -78,22 +77,15 @@ class VersionedCatalog extends TableCatalog {
     throw new UnsupportedOperationException("the test catalog does not rename tables")
 }
 
-/** `VersionedCatalog` whose tables answer Spark's changelog. */
-class ChangelogCatalog extends VersionedCatalog {
-  override def loadChangelog(
-      ident: Identifier,
-      context: ChangelogContext,
-      options: CaseInsensitiveStringMap): Changelog = context.range() match {
-    case range: VersionRange =>
-      val table = versionedTable(ident)
-      val first = range.startingVersion().toLong + (if (range.startingBoundInclusive()) 0 else 1)
-      val end = range.endingVersion()
-      val last = (if (end.isPresent) end.get.toLong else table.currentVersion) -
-        (if (range.endingBoundInclusive()) 0 else 1)
-      new VersionedChangelog(table, first, last)
-    case other =>
-      throw new UnsupportedOperationException(s"the test catalog reads changes by version, not $other")
-  }
+/**
+ * The change types of Spark's changelog (`Changelog.CHANGE_TYPE_*`, Spark >= 4.2) spelled out,
+ * so that these common test sources compile on Spark 4.1 too, which has no `Changelog`.
+ */
+object ChangeTypes {
+  val Insert = "insert"
+  val Delete = "delete"
+  val UpdatePreimage = "update_preimage"
+  val UpdatePostimage = "update_postimage"
 }
 
 /** A stored row and its identity: an update keeps it, so the changelog can name the row. */
@@ -150,10 +142,10 @@ class VersionedTable(val name: String, val schema: StructType) {
     }
     val added = inserted.map(fresh)
     rows ++= added ++ updated.map(_._2)
-    val changes = added.map(Changelog.CHANGE_TYPE_INSERT -> _) ++
-      removed.map(Changelog.CHANGE_TYPE_DELETE -> _) ++
+    val changes = added.map(ChangeTypes.Insert -> _) ++
+      removed.map(ChangeTypes.Delete -> _) ++
       updated.flatMap { case (pre, post) =>
-        Seq(Changelog.CHANGE_TYPE_UPDATE_PREIMAGE -> pre, Changelog.CHANGE_TYPE_UPDATE_POSTIMAGE -> post)
+        Seq(ChangeTypes.UpdatePreimage -> pre, ChangeTypes.UpdatePostimage -> post)
       }
     val version = commits.last.version + 1
     commits += Commit(version, micros(), rows.toVector, changes.toVector)
@@ -220,29 +212,6 @@ class VersionedTableVersion(table: VersionedTable, commit: Commit)
     }
     }
   }
-}
-
-/** The changes of versions `first` to `last` of a table, as Spark's changelog reads them. */
-class VersionedChangelog(table: VersionedTable, first: Long, last: Long) extends Changelog {
-  private val readSchema = table.schema
-    .add("_row_id", LongType, nullable = false)
-    .add("_change_type", StringType, nullable = false)
-    .add("_commit_version", LongType, nullable = false)
-    .add("_commit_timestamp", TimestampType, nullable = false)
-  // Read now: a range the table cannot answer fails when the changelog is loaded (analysis).
-  private val rows = table.changeRows(first, last).toVector
-
-  override def name(): String = s"${table.name} changes $first to $last"
-  override def columns(): Array[Column] =
-    readSchema.fields.map(f => Column.create(f.name, f.dataType, f.nullable))
-  override def containsCarryoverRows(): Boolean = false
-  override def containsIntermediateChanges(): Boolean = true
-  override def representsUpdateAsDeleteAndInsert(): Boolean = false
-  // Rows may repeat (no key): each stored row has an identity of its own, which Spark's
-  // post-processing requires of a changelog that may hold several changes of one row.
-  override def rowId(): Array[NamedReference] = Array(Expressions.column("_row_id"))
-  override def newScanBuilder(options: CaseInsensitiveStringMap): ScanBuilder =
-    () => new RowsScan(readSchema, rows)
 }
 
 /** A scan of rows held in memory, in one partition. */
