@@ -5,17 +5,19 @@ PY := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
 BENCH_INSTALLED := $(VENV)/.installed-bench
 SERVER_INSTALLED := $(VENV)/.installed-server
-# The pyspark each virtualenv is pinned to: .venv's (the default line) and .venv-spark42's
-# (`make test-spark42`); python/pyproject.toml admits every line the shim has sources for.
+# The pyspark each virtualenv is pinned to: .venv's (the default line), .venv-spark42's
+# (`make test-spark42`) and .venv-spark41's (`make test-spark41`); python/pyproject.toml admits
+# every line the shim has sources for.
 PYSPARK := 4.3.0
 PYSPARK_42 := 4.2.0
+PYSPARK_41 := 4.1.4
 # A Spark line (major.minor) of a version: the shim's jar is built per line (sparkmv/jar.py).
 spark_line = $(word 1,$(subst ., ,$(1))).$(word 2,$(subst ., ,$(1)))
 shim_jar = python/sparkmv/jars/spark-$(call spark_line,$(1))/sparkmv-shim.jar
 JAR := $(call shim_jar,$(PYSPARK))
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full test-spark42 sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-refresh bench-irrelevance bench-key-proofs bench-recursive bench-tpch bench-join-floor bench-crossover clean
+.PHONY: demo test test-full test-spark42 test-spark41 sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-refresh bench-irrelevance bench-key-proofs bench-recursive bench-tpch bench-join-floor bench-crossover clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -36,6 +38,16 @@ JAR_42 := $(call shim_jar,$(PYSPARK_42))
 SPARK42_TESTS := tests/test_spark_lines.py tests/parse tests/commands/test_lifecycle.py tests/capture/test_write_capture.py
 test-spark42: $(JAR_42)
 	$(VENV_42)/bin/python -m pytest $(SPARK42_TESTS)
+
+# The same suites on pyspark $(PYSPARK_41) (.venv-spark41). Spark 4.1 has no changelog API
+# (TableCatalog.loadChangelog), so there the shim refuses every DSv2 table a changelog
+# (scala-spark-4.1's ChangelogCompat) and the tests of testcat's changelog are skipped.
+VENV_41 := .venv-spark41
+INSTALLED_41 := $(VENV_41)/.installed
+JAR_41 := $(call shim_jar,$(PYSPARK_41))
+SPARK41_TESTS := $(SPARK42_TESTS)
+test-spark41: $(JAR_41)
+	$(VENV_41)/bin/python -m pytest $(SPARK41_TESTS)
 
 # The randomized suites at full size (20x the examples, unseeded).
 test-full: $(INSTALLED) $(JAR) $(SERVER_INSTALLED)
@@ -154,6 +166,12 @@ $(INSTALLED_42): python/pyproject.toml
 		-e 'python[test]' pyspark==$(PYSPARK_42)
 	touch $@
 
+$(INSTALLED_41): python/pyproject.toml
+	test -x $(VENV_41)/bin/python || $(PYTHON) -m venv $(VENV_41)
+	$(VENV_41)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-e 'python[test]' pyspark==$(PYSPARK_41)
+	touch $@
+
 # The benchmarks' extra dependencies (the bench group: DuckDB and its tpch extension).
 $(BENCH_INSTALLED): python/pyproject.toml | $(INSTALLED)
 	$(PY) -m pip install --quiet --disable-pip-version-check -e 'python[bench]' pyspark==$(PYSPARK)
@@ -172,5 +190,8 @@ $(JAR): $(SHIM_SOURCES) python/sparkmv/errors.py | $(INSTALLED)
 $(JAR_42): $(SHIM_SOURCES) python/sparkmv/errors.py | $(INSTALLED_42)
 	$(VENV_42)/bin/sparkmv jar
 
+$(JAR_41): $(SHIM_SOURCES) python/sparkmv/errors.py | $(INSTALLED_41)
+	$(VENV_41)/bin/sparkmv jar
+
 clean:
-	rm -rf $(VENV) $(VENV_42) python/sparkmv/jars spark-warehouse demo-warehouse .pytest_cache .mypy_cache
+	rm -rf $(VENV) $(VENV_42) $(VENV_41) python/sparkmv/jars spark-warehouse demo-warehouse .pytest_cache .mypy_cache
