@@ -49,6 +49,18 @@ SPARK41_TESTS := $(SPARK42_TESTS)
 test-spark41: $(JAR_41)
 	$(VENV_41)/bin/python -m pytest $(SPARK41_TESTS)
 
+# Views over Delta Lake tables (tests/formats), on the Spark 4.2 line Delta 4.4.0 is built for:
+# Delta's jars resolved with Maven into tests/.build/delta-jars, loaded as spark.jars.
+DELTA_JARS := tests/.build/delta-jars
+FORMATS_TESTS := tests/formats
+test-formats: $(JAR_42) $(DELTA_JARS)/.resolved
+	SPARKMV_DELTA_JARS=$(DELTA_JARS) $(VENV_42)/bin/python -m pytest $(FORMATS_TESTS)
+
+$(DELTA_JARS)/.resolved: tests/formats/delta-pom.xml
+	mvn -q -B -f $< dependency:copy-dependencies -DincludeScope=runtime \
+		-DincludeGroupIds=io.delta,io.unitycatalog -DoutputDirectory=$(abspath $(DELTA_JARS))
+	touch $@
+
 # The randomized suites at full size (20x the examples, unseeded).
 test-full: $(INSTALLED) $(JAR) $(SERVER_INSTALLED)
 	SPARKMV_FULL_TESTS=1 $(PY) -m pytest $(XDIST)

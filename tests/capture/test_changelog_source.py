@@ -119,7 +119,8 @@ def test_an_expired_range_refreshes_fully_with_the_sources_reason(
     expire_changes(spark, table, 2)
     mode, reason = refresh(spark, "v")
     assert mode == "FULL"
-    assert f"base table {table}: its catalog's changelog cannot give versions (1, 3]" in reason
+    source = "its catalog's changelog (CHANGES FROM VERSION)"
+    assert f"base table {table}: {source} cannot give versions (1, 3]" in reason
     assert "expired" in reason
     assert_view_matches_query(spark, "v")
     spark.sql(f"INSERT INTO {table} VALUES (4, 'w')")

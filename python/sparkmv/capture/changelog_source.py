@@ -25,6 +25,7 @@ when a command starts (``describe``); the command reads the table's rows at that
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +47,26 @@ INSERTED = ("insert", "update_postimage")
 DELETED = ("delete", "update_preimage")
 READ_OPTIONS = "WITH ('deduplicationMode' = 'none')"
 """No post-processing by Spark: consolidation does what it would (module docstring)."""
+
+
+@dataclass(frozen=True)
+class ChangeQuery:
+    """How the change rows of a table's versions ``first`` to ``last`` (both inclusive) are
+    asked for in SQL: ``template`` names them ``{table}``, ``{first}`` and ``{last}``. Every
+    form answers with the table's columns and ``_change_type`` in the Changelog API's
+    vocabulary; ``name`` is how EXPLAIN REFRESH and DESCRIBE say where changes come from."""
+
+    name: str
+    template: str
+
+    def text(self, table: TableName, first: int, last: int) -> str:
+        return self.template.format(table=table.quoted, first=first, last=last)
+
+
+CHANGES_FROM_VERSION = ChangeQuery(
+    "its catalog's changelog (CHANGES FROM VERSION)",
+    "SELECT * FROM {table} CHANGES FROM VERSION {first} TO VERSION {last} " + READ_OPTIONS,
+)
 
 
 @dataclass(frozen=True)
@@ -98,6 +119,10 @@ class ChangelogSource:
     version: int
     table_id: str | None
     schema: StructType
+    query: ChangeQuery = CHANGES_FROM_VERSION
+    vet: Callable[[int, int], str] | None = None
+    """Why the range ``(start, end]`` must not be read although the query would answer
+    ("" when it may be): a fact of the source's own log the query does not check."""
     _changes: dict[tuple[int, int], DataFrame | str] = field(default_factory=dict, repr=False)
 
     @property
@@ -162,16 +187,13 @@ class ChangelogSource:
         if start == end:
             empty = frames.empty(self.spark, self.schema)
             return empty.select(*columns, F.lit(0).cast("long").alias(WEIGHT)).where("false")
-        text = (
-            f"SELECT * FROM {self.table.quoted} "
-            f"CHANGES FROM VERSION {start + 1} TO VERSION {end} {READ_OPTIONS}"
-        )
+        vetoed = self.vet(start, end) if self.vet is not None else ""
+        if vetoed:
+            return vetoed
         try:
-            changes = frames.sql(self.spark, text)
+            changes = frames.sql(self.spark, self.query.text(self.table, start + 1, end))
         except (CapturedException, Py4JJavaError) as error:
-            return f"its catalog's changelog cannot give versions ({start}, {end}]: " + (
-                _message(error)
-            )
+            return f"{self.query.name} cannot give versions ({start}, {end}]: " + _message(error)
         return changes.select(*columns, _weight(F.col(CHANGE_TYPE)).alias(WEIGHT))
 
 

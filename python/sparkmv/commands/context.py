@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from sparkmv.capture import changelog_source, table_locks
+from sparkmv.capture import changelog_source, delta_source, table_locks
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking, untracked_reason
 from sparkmv.catalog.metadata import MvMetadata
@@ -109,6 +109,11 @@ class CommandContext:
             or not untracked_reason(state.entry)
         ):
             return BaseTable(qualified, None, 0, None, reason, state.entry)
+        if state.entry is not None and delta_source.is_delta(state.entry.provider):
+            found = delta_source.describe(self.spark, table)
+            if isinstance(found, str):
+                return BaseTable(qualified, None, 0, None, found, state.entry)
+            return BaseTable(qualified, None, found.version, None, "", state.entry, found)
         described = changelog_source.describe(
             self.spark, replace(table, catalog=table.catalog or SESSION_CATALOG)
         )

@@ -153,7 +153,7 @@ def change_logs(view: MvMetadata, bases: list[BaseTable]) -> list[tuple[str, str
         source = base.source
         if base.changelog is not None:  # named apart from sparkmv's own logs
             label = f"Changelog {base.name}"
-            prefix = "read from its catalog's changelog (CHANGES FROM VERSION): "
+            prefix = f"read from {base.changelog.query.name}: "
         else:
             label, prefix = f"Change Log {base.name}", ""
         if source is None:

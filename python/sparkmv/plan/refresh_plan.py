@@ -310,7 +310,7 @@ def log_obstacle(view: MvMetadata, base: BaseTable) -> str:
 def change_source(base: BaseTable) -> str:
     """Where ``base``'s changes are read from, as EXPLAIN REFRESH and DESCRIBE name it."""
     if base.changelog is not None:
-        return f"its catalog's changelog (CHANGES FROM VERSION), at version {base.version}"
+        return f"{base.changelog.query.name}, at version {base.version}"
     if base.log is not None:
         return f"sparkmv's change log, at version {base.version}"
     return f"none (not tracked: {base.problem})"

@@ -95,8 +95,10 @@ def base_table_columns(
         if entry is None:
             frame = spark.table(table)
             rows[table], columns[table] = frame, tuple(frame.columns)
-        else:
+        elif entry.schema.fields:
             rows[table], columns[table] = table, tuple(entry.schema.fieldNames())
+        else:  # a format that keeps its schema in its own log (Delta): Spark resolves it
+            rows[table], columns[table] = table, tuple(spark.table(table).columns)
     return rows, columns
 
 
