@@ -4,7 +4,7 @@ and incremental refreshes go on afterwards."""
 
 from __future__ import annotations
 
-from conftest import assert_view_matches_query
+from conftest import assert_view_matches_query, spark_examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -37,7 +37,7 @@ def alter(spark: SparkSession, query: str, derived: bool) -> None:
     assert_view_matches_query(spark, "v")
 
 
-@settings(max_examples=3, deadline=None)
+@settings(max_examples=spark_examples(1), deadline=None)
 @given(initial=rows, later=rows)
 def test_definition_changes_are_derived_and_refreshes_go_on(
     spark: SparkSession, db: str, initial: list[tuple[object, ...]], later: list[tuple[object, ...]]
@@ -64,7 +64,7 @@ def test_definition_changes_are_derived_and_refreshes_go_on(
     assert_view_matches_query(spark, "v")
 
 
-@settings(max_examples=2, deadline=None)
+@settings(max_examples=spark_examples(1), deadline=None)
 @given(
     initial=rows, names=st.lists(st.tuples(cells, st.sampled_from(["p", "q", None])), max_size=6)
 )
@@ -105,7 +105,7 @@ def test_a_join_added_is_derived_from_the_stored_rows(
     assert_view_matches_query(spark, "v")
 
 
-@settings(max_examples=2, deadline=None)
+@settings(max_examples=spark_examples(1), deadline=None)
 @given(initial=rows, later=rows)
 def test_aggregates_are_rolled_up_from_the_stored_groups(
     spark: SparkSession, db: str, initial: list[tuple[object, ...]], later: list[tuple[object, ...]]
