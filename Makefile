@@ -49,16 +49,25 @@ SPARK41_TESTS := $(SPARK42_TESTS)
 test-spark41: $(JAR_41)
 	$(VENV_41)/bin/python -m pytest $(SPARK41_TESTS)
 
-# Views over Delta Lake tables (tests/formats), on the Spark 4.2 line Delta 4.4.0 is built for:
-# Delta's jars resolved with Maven into tests/.build/delta-jars, loaded as spark.jars.
+# Views over Delta Lake and Iceberg tables (tests/formats), each on the Spark line its jars are
+# built for: Delta 4.4.0 on 4.2, Iceberg 1.11.0 on 4.1. Their jars are resolved with Maven into
+# tests/.build/delta-jars and tests/.build/iceberg-jars, loaded as spark.jars.
 DELTA_JARS := tests/.build/delta-jars
-FORMATS_TESTS := tests/formats
-test-formats: $(JAR_42) $(DELTA_JARS)/.resolved
-	SPARKMV_DELTA_JARS=$(DELTA_JARS) $(VENV_42)/bin/python -m pytest $(FORMATS_TESTS)
+ICEBERG_JARS := tests/.build/iceberg-jars
+DELTA_TESTS := tests/formats/test_delta.py
+ICEBERG_TESTS := tests/formats/test_iceberg.py
+test-formats: $(JAR_42) $(JAR_41) $(DELTA_JARS)/.resolved $(ICEBERG_JARS)/.resolved
+	SPARKMV_DELTA_JARS=$(DELTA_JARS) $(VENV_42)/bin/python -m pytest $(DELTA_TESTS)
+	SPARKMV_ICEBERG_JARS=$(ICEBERG_JARS) $(VENV_41)/bin/python -m pytest $(ICEBERG_TESTS)
 
 $(DELTA_JARS)/.resolved: tests/formats/delta-pom.xml
 	mvn -q -B -f $< dependency:copy-dependencies -DincludeScope=runtime \
 		-DincludeGroupIds=io.delta,io.unitycatalog -DoutputDirectory=$(abspath $(DELTA_JARS))
+	touch $@
+
+$(ICEBERG_JARS)/.resolved: tests/formats/iceberg-pom.xml
+	mvn -q -B -f $< dependency:copy-dependencies -DincludeScope=runtime \
+		-DincludeGroupIds=org.apache.iceberg -DoutputDirectory=$(abspath $(ICEBERG_JARS))
 	touch $@
 
 # The randomized suites at full size (20x the examples, unseeded).

@@ -23,7 +23,7 @@ import object_store
 import pytest
 import sparkmv
 import versioned_catalog
-from formats import delta_lake
+from formats import delta_lake, iceberg_tables
 from hypothesis import HealthCheck, settings
 from py4j import clientserver
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -65,8 +65,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
             "spark.sql.shuffle.partitions": "2",
             "spark.default.parallelism": "2",
             "spark.driver.memory": "2g",  # one session runs the whole suite
-            **delta_lake.with_delta(versioned_catalog.session_conf()),  # DSv2 test catalogs;
-            # Delta Lake too, in `make test-formats`
+            # DSv2 test catalogs; Delta Lake and Iceberg too, in `make test-formats`
+            **iceberg_tables.with_iceberg(
+                delta_lake.with_delta(versioned_catalog.session_conf()), warehouse / "iceberg"
+            ),
             # objstore:// paths; with SPARKMV_TEST_FS=objstore the warehouse is on them
             **(
                 object_store.warehouse_conf(warehouse)

@@ -4,7 +4,7 @@ write batches each followed by a refresh whose mode and reason a check inspects.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from conftest import assert_view_matches_query, session_confs
@@ -57,6 +57,17 @@ def run_stream(spark: SparkSession, steps: list[Step], check: Callable[[str, str
 
 MAINTAINABLE = "the query is incrementally maintainable"
 NO_CHANGE = "no base table changed since the last refresh"  # the refresh had nothing to do
+
+
+def refresh_each_incrementally(spark: SparkSession, views: Iterable[str], label: str) -> None:
+    """Refresh every view of ``views``: each must refresh incrementally (or find nothing
+    changed) and then equal its query run afresh."""
+    for name in views:
+        mode, reason = refresh(spark, name)
+        note(f"{label}, {name}: {mode} ({reason})")
+        assert mode == "INCREMENTAL", reason
+        assert reason in (MAINTAINABLE, NO_CHANGE)
+        assert_view_matches_query(spark, name)
 
 
 # Session confs under which a view of the class refreshes INCREMENTAL whenever its logs allow:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from conftest import assert_view_matches_query, spark_examples
-from differential import MAINTAINABLE, NO_CHANGE, NO_SHRINK, example_database, note, refresh
+from differential import NO_SHRINK, example_database, note, refresh_each_incrementally
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -118,9 +118,4 @@ def test_views_over_a_changelog_table(
             assert_view_matches_query(spark, name)
         for number, step in enumerate(stream, 1):
             apply_step(spark, r, rows, step)
-            for name in VIEWS:
-                mode, reason = refresh(spark, name)
-                note(f"step {number}, {name}: {mode} ({reason})")
-                assert mode == "INCREMENTAL", reason
-                assert reason in (MAINTAINABLE, NO_CHANGE)
-                assert_view_matches_query(spark, name)
+            refresh_each_incrementally(spark, VIEWS, f"step {number}")

@@ -54,13 +54,19 @@ class ChangeQuery:
     """How the change rows of a table's versions ``first`` to ``last`` (both inclusive) are
     asked for in SQL: ``template`` names them ``{table}``, ``{first}`` and ``{last}``. Every
     form answers with the table's columns and ``_change_type`` in the Changelog API's
-    vocabulary; ``name`` is how EXPLAIN REFRESH and DESCRIBE say where changes come from."""
+    vocabulary (in any letter case); ``name`` is how EXPLAIN REFRESH and DESCRIBE say where
+    changes come from."""
 
     name: str
     template: str
 
-    def text(self, table: TableName, first: int, last: int) -> str:
-        return self.template.format(table=table.quoted, first=first, last=last)
+    def text(self, table: TableName, start: int, end: int) -> str:
+        """The change rows of versions ``(start, end]``, ``start < end``."""
+        return self.template.format(table=table.quoted, first=start + 1, last=end)
+
+    def rows_text(self, table: TableName, version: int) -> str:
+        """The table's rows at ``version``."""
+        return f"SELECT * FROM {table.quoted} VERSION AS OF {version}"
 
 
 CHANGES_FROM_VERSION = ChangeQuery(
@@ -171,8 +177,7 @@ class ChangelogSource:
 
     def rows(self) -> DataFrame:
         """The table's rows at ``version``."""
-        text = f"SELECT * FROM {self.table.quoted} VERSION AS OF {self.version}"
-        return frames.sql(self.spark, text)
+        return frames.sql(self.spark, self.query.rows_text(self.table, self.version))
 
     def _read(self, start: int, end: int) -> DataFrame | str:
         """The weighted change rows of ``(start, end]``, or what the source said instead."""
@@ -191,18 +196,20 @@ class ChangelogSource:
         if vetoed:
             return vetoed
         try:
-            changes = frames.sql(self.spark, self.query.text(self.table, start + 1, end))
+            changes = frames.sql(self.spark, self.query.text(self.table, start, end))
         except (CapturedException, Py4JJavaError) as error:
             return f"{self.query.name} cannot give versions ({start}, {end}]: " + _message(error)
         return changes.select(*columns, _weight(F.col(CHANGE_TYPE)).alias(WEIGHT))
 
 
 def _weight(change_type: Column) -> Column:
-    """+1 for a row the change added, −1 for one it removed; a change type the Changelog API
-    does not define fails the read rather than being misread."""
+    """+1 for a row the change added, −1 for one it removed (Iceberg spells the types in
+    capitals); a change type the Changelog API does not define fails the read rather than
+    being misread."""
+    spelled = F.lower(change_type)
     return (
-        F.when(change_type.isin(*INSERTED), F.lit(1))
-        .when(change_type.isin(*DELETED), F.lit(-1))
+        F.when(spelled.isin(*INSERTED), F.lit(1))
+        .when(spelled.isin(*DELETED), F.lit(-1))
         .otherwise(F.raise_error(F.concat(F.lit("unknown _change_type: "), change_type)))
         .cast("long")
     )

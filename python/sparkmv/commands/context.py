@@ -8,7 +8,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from sparkmv.capture import changelog_source, delta_source, table_locks
+from sparkmv.capture import changelog_source, delta_source, iceberg_source, table_locks
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking, untracked_reason
 from sparkmv.catalog.metadata import MvMetadata
@@ -110,10 +110,9 @@ class CommandContext:
         ):
             return BaseTable(qualified, None, 0, None, reason, state.entry)
         if state.entry is not None and delta_source.is_delta(state.entry.provider):
-            found = delta_source.describe(self.spark, table)
-            if isinstance(found, str):
-                return BaseTable(qualified, None, 0, None, found, state.entry)
-            return BaseTable(qualified, None, found.version, None, "", state.entry, found)
+            return self._of_format(qualified, delta_source.describe(self.spark, table), state)
+        if iceberg_source.is_iceberg(self.spark, table):
+            return self._of_format(qualified, iceberg_source.describe(self.spark, table), state)
         described = changelog_source.describe(
             self.spark, replace(table, catalog=table.catalog or SESSION_CATALOG)
         )
@@ -123,6 +122,16 @@ class CommandContext:
         if isinstance(source, str):
             return BaseTable(qualified, None, 0, None, f"{reason}, and {source}", state.entry)
         return BaseTable(qualified, None, source.version, None, "", state.entry, source)
+
+    @staticmethod
+    def _of_format(
+        qualified: str, found: changelog_source.ChangelogSource | str, state: TableTracking
+    ) -> BaseTable:
+        """A base table of a format whose own log keeps its changes (Delta, Iceberg): read
+        from there (``found``), or untracked for the reason ``found`` gives."""
+        if isinstance(found, str):
+            return BaseTable(qualified, None, 0, None, found, state.entry)
+        return BaseTable(qualified, None, found.version, None, "", state.entry, found)
 
     def compact_logs(self, bases: list[BaseTable], committed: MvMetadata) -> None:
         """Retention: drop the log versions every dependent view has consumed; ``bases``
