@@ -17,7 +17,7 @@ shim_jar = python/sparkmv/jars/spark-$(call spark_line,$(1))/sparkmv-shim.jar
 JAR := $(call shim_jar,$(PYSPARK))
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full test-spark42 test-spark41 sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-refresh bench-irrelevance bench-key-proofs bench-recursive bench-tpch bench-join-floor bench-crossover clean
+.PHONY: demo test test-full test-spark42 test-spark41 sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-formats bench-refresh bench-irrelevance bench-key-proofs bench-recursive bench-tpch bench-join-floor bench-crossover clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -138,6 +138,12 @@ bench-on-commit: $(INSTALLED) $(JAR)
 	$(PY) bench/on_commit.py
 
 # The demo's refresh and a refresh with nothing pending: 60 rounds, medians per 10 (cold to warm JVM).
+# A view over a Delta and over an Iceberg table: incremental refreshes from the table's log
+# against FULL, with jobs and py4j round trips (bench/formats.py), each on its Spark line.
+bench-formats: $(JAR_42) $(JAR_41) $(DELTA_JARS)/.resolved $(ICEBERG_JARS)/.resolved
+	SPARKMV_DELTA_JARS=$(DELTA_JARS) $(VENV_42)/bin/python bench/formats.py delta
+	SPARKMV_ICEBERG_JARS=$(ICEBERG_JARS) $(VENV_41)/bin/python bench/formats.py iceberg
+
 bench-fixed-cost: $(INSTALLED) $(JAR)
 	$(PY) bench/fixed_cost.py
 
