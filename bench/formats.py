@@ -2,11 +2,12 @@
 table's own log, against recomputing the view.
 
 An aggregate view (``SELECT k, SUM(x), COUNT(*) FROM t GROUP BY k``, 100 groups) over a table
-of ``rows`` rows in the format. Each round inserts one row and deletes one (not timed),
-refreshes incrementally, then refreshes again with nothing pending; after the rounds the view
-is refreshed ``FULL`` as many times. Printed per refresh kind: the median time, Spark jobs
-and py4j round trips (``common.Py4jCalls``), and the ratio of FULL to incremental. The view is
-checked against its query at the end.
+of ``rows`` rows in the format. Each round writes (not timed) one inserted row, or one inserted
+and one deleted (a copy-on-write DELETE rewrites the data file holding the row), refreshes
+incrementally, then refreshes again with nothing pending; after the rounds the view is
+refreshed ``FULL`` as many times. Printed per refresh kind: the median time, Spark jobs and
+py4j round trips (``common.Py4jCalls``), and FULL's median time over it. The view is checked
+against its query at the end.
 
 ``make bench-formats`` runs both formats, each on its Spark line with its jars, as `make
 test-formats` resolves them (``SPARKMV_DELTA_JARS``, ``SPARKMV_ICEBERG_JARS``);
@@ -53,30 +54,47 @@ def row(label: str, timed: Timed) -> str:
     )
 
 
+def rounds_of(
+    spark: SparkSession, table: str, rows: int, rounds: int, deletes: bool, calls: Py4jCalls
+) -> tuple[Timed, Timed]:
+    """``rounds`` writes of one inserted row (and one deleted, with ``deletes``), each followed
+    by an incremental refresh and one with nothing pending."""
+    incremental, nothing = Timed(), Timed()
+    for number in range(rounds):
+        key = rows + number + (rounds if deletes else 0)
+        spark.sql(f"INSERT INTO {table} VALUES ({key}, {number % 100}, 1)")
+        if deletes:
+            spark.sql(f"DELETE FROM {table} WHERE id = {number}")
+        refresh(spark, "REFRESH MATERIALIZED VIEW v", incremental, calls)
+        refresh(spark, "REFRESH MATERIALIZED VIEW v", nothing, calls)
+    return incremental, nothing
+
+
 def main(format_name: str, rows: int, rounds: int) -> None:
     spark, table, clause = session(format_name, Path(tempfile.mkdtemp(prefix="sparkmv-bench-")))
     spark.sql(f"CREATE TABLE {table} (id BIGINT, k INT, x BIGINT) {clause}")
     spark.sql(f"INSERT INTO {table} SELECT id, CAST(id % 100 AS INT), id FROM range({rows})")
     spark.sql(f"CREATE MATERIALIZED VIEW v AS {VIEW.format(table=table)}")
     calls = Py4jCalls(spark)
-    incremental, nothing, full = Timed(), Timed(), Timed()
-    for number in range(rounds):
-        spark.sql(f"INSERT INTO {table} VALUES ({rows + number}, {number % 100}, 1)")
-        spark.sql(f"DELETE FROM {table} WHERE id = {number}")
-        refresh(spark, "REFRESH MATERIALIZED VIEW v", incremental, calls)
-        refresh(spark, "REFRESH MATERIALIZED VIEW v", nothing, calls)
+    inserted, nothing = rounds_of(spark, table, rows, rounds, False, calls)
+    changed, _ = rounds_of(spark, table, rows, rounds, True, calls)
+    full = Timed()
     for _ in range(rounds):
         refresh(spark, "REFRESH MATERIALIZED VIEW v FULL", full, calls)
-    print(f"{format_name}: {rows} rows, {rounds} rounds of +1/-1 row, pyspark {spark.version}")
-    print_header(f"{'refresh':<22} {'mode':<12} {'ms':>9} {'jobs':>5} {'py4j':>8}")
-    print(row("after +1/-1 row", incremental))
-    print(row("nothing pending", nothing))
-    print(row("FULL", full))
-    print(f"FULL / incremental: {full.median / incremental.median:.1f}x")
+    print(f"{format_name}: {rows} rows, {rounds} rounds of each write, pyspark {spark.version}")
+    print_header(f"{'refresh':<22} {'mode':<12} {'ms':>9} {'jobs':>5} {'py4j':>8} {'FULL/it':>8}")
+    for label, timed in (
+        ("after +1 row", inserted),
+        ("after +1/-1 row", changed),
+        ("nothing pending", nothing),
+        ("FULL", full),
+    ):
+        print(f"{row(label, timed)} {full.median / timed.median:>7.1f}x")
     wrong = mismatch(spark, "v", VIEW.format(table=table))
     print("view equals its query" if wrong is None else f"VIEW DIFFERS: {wrong}")
-    if incremental.mode != "INCREMENTAL":
-        print(f"reasons: {sorted(set(incremental.reasons))}")
+    for timed in (inserted, changed):
+        if timed.mode != "INCREMENTAL":
+            print(f"reasons: {sorted(set(timed.reasons))}")
 
 
 if __name__ == "__main__":
