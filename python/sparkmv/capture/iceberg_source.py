@@ -173,6 +173,7 @@ def describe(spark: SparkSession, table: TableName) -> ChangelogSource | str:
     if isinstance(lineage, str):
         return lineage
     ids = {number: snapshot.snapshot_id for number, snapshot in lineage.snapshots.items()}
+    # no template: the range's bounds are snapshot ids, which ``SnapshotChanges.text`` names
     query = SnapshotChanges(f"its Iceberg changelog scan ({table}.changes)", "", ids)
     version = lineage.version
     schema = frames.sql(spark, query.rows_text(table, version)).schema
