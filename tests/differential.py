@@ -59,6 +59,13 @@ MAINTAINABLE = "the query is incrementally maintainable"
 NO_CHANGE = "no base table changed since the last refresh"  # the refresh had nothing to do
 
 
+def refresh_checked(spark: SparkSession, view: str) -> tuple[str, str]:
+    """``refresh`` of ``view``, which must then equal its query run afresh."""
+    mode, reason = refresh(spark, view)
+    assert_view_matches_query(spark, view)
+    return mode, reason
+
+
 def refresh_each_incrementally(spark: SparkSession, views: Iterable[str], label: str) -> None:
     """Refresh every view of ``views``: each must refresh incrementally (or find nothing
     changed) and then equal its query run afresh."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from dataclasses import dataclass
 from typing import Any
 
 from conftest import (
@@ -25,102 +24,39 @@ from delta_lake import jars, requires_delta
 from differential import (
     MAINTAINABLE,
     NO_SHRINK,
-    example_database,
-    note,
     refresh,
-    refresh_each_incrementally,
+    refresh_checked,
+)
+from format_streams import (
+    RICH_INITIAL,
+    RICH_STEPS,
+    FormatTables,
+    Step,
+    r_rows,
+    steps,
+    views_are_maintained,
 )
 from hypothesis import example, given, settings
-from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 from sparkmv.capture import delta_source
 
 pytestmark = requires_delta
 
 CDF = "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
-VIEWS = {
-    "filtered": "SELECT a, b + 1 AS b1 FROM r WHERE a IS NULL OR a > 0",
-    "grouped": "SELECT b, COUNT(*) AS n, SUM(a) AS total, MIN(a) AS low FROM r GROUP BY b",
-    "joined": "SELECT r.a, s.c FROM r JOIN s ON r.b = s.b",
-    "both_delta": "SELECT r.a, q.b FROM r JOIN q ON r.a = q.a",
-}
-
-small = st.one_of(st.none(), st.integers(0, 3))
-r_rows = st.lists(st.tuples(small, small), max_size=5)
 
 
-@dataclass(frozen=True)
-class Step:
-    """SQL written to the Delta tables ``r`` and ``q`` and the parquet table ``s`` between two
-    refreshes: inserts, deletes, updates, a MERGE and sometimes an OPTIMIZE."""
-
-    statements: list[str]
-
-
-def values(rows: list[tuple[Any, ...]]) -> str:
-    return ", ".join(
-        "(" + ", ".join("NULL" if v is None else repr(v) for v in row) + ")" for row in rows
-    )
-
-
-def _statement(kind: str, rows: list[tuple[Any, ...]], key: int, value: int) -> str:
-    if kind == "insert":
-        return f"INSERT INTO r VALUES {values(rows)}" if rows else "INSERT INTO q VALUES (1, 1)"
-    if kind == "delete":
-        return f"DELETE FROM r WHERE a = {key}"
-    if kind == "update":
-        return f"UPDATE r SET b = {value} WHERE a = {key} OR b IS NULL"
-    if kind == "merge":
-        return (
-            f"MERGE INTO r USING (SELECT {key} AS a, {value} AS b) m ON r.a = m.a"
-            " WHEN MATCHED AND r.b IS NULL THEN DELETE"
-            " WHEN MATCHED THEN UPDATE SET b = m.b WHEN NOT MATCHED THEN INSERT *"
-        )
-    if kind == "q":
-        return f"DELETE FROM q WHERE a = {key}"
-    if kind == "s":
-        return f"INSERT INTO s VALUES ({key}, 'z')"
-    return "OPTIMIZE r"
-
-
-statement = st.builds(
-    _statement,
-    st.sampled_from(["insert", "delete", "update", "merge", "q", "s", "optimize"]),
-    r_rows,
-    st.integers(0, 3),
-    st.integers(0, 3),
-)
-steps = st.lists(st.builds(Step, st.lists(statement, min_size=1, max_size=3)), max_size=3)
-
-RICH_STEPS = [
-    Step(["INSERT INTO r VALUES (1, 1), (NULL, 2), (3, NULL)", "UPDATE r SET b = 2 WHERE a = 1"]),
-    Step([_statement("merge", [], 3, 1), "DELETE FROM q WHERE a = 0", "OPTIMIZE r"]),
-    Step(["DELETE FROM r WHERE b = 2", "INSERT INTO s VALUES (1, 'w')"]),
-]
+def delta_tables(database: str) -> FormatTables:
+    """The differential's ``r`` and ``q`` as Delta tables of the current database."""
+    return FormatTables("r", "q", f"USING delta {CDF}", "OPTIMIZE r")
 
 
 @settings(max_examples=spark_examples(1), phases=NO_SHRINK)
 @given(initial=r_rows, stream=steps)
-@example(initial=[(0, 1), (1, 1), (1, 1), (None, 2), (2, None)], stream=RICH_STEPS)
+@example(initial=RICH_INITIAL, stream=RICH_STEPS)
 def test_views_over_delta_tables_are_maintained_from_the_change_data_feed(
     spark: SparkSession, db: str, initial: list[tuple[Any, ...]], stream: list[Step]
 ) -> None:
-    note(f"r: {initial}\nsteps: {stream}")
-    with example_database(spark, db) as database:
-        spark.sql(f"CREATE TABLE r (a INT, b INT) USING delta {CDF}")
-        spark.sql(f"CREATE TABLE q (a INT, b INT) USING delta {CDF}")
-        spark.sql("CREATE TABLE s (b INT, c STRING) USING parquet")
-        spark.sql("INSERT INTO q VALUES (0, 0), (1, 1), (3, NULL)")
-        spark.sql("INSERT INTO s VALUES (1, 'x'), (2, 'y'), (NULL, 'x')")
-        if initial:
-            spark.sql(f"INSERT INTO r VALUES {values(initial)}")
-        for name, query in VIEWS.items():
-            spark.sql(f"CREATE MATERIALIZED VIEW {name} AS {query}")
-            assert_view_matches_query(spark, name)
-        for number, step in enumerate(stream, 1):
-            for text in step.statements:
-                spark.sql(text)
-            refresh_each_incrementally(spark, VIEWS, f"{database} step {number}")
+    views_are_maintained(spark, db, delta_tables, initial, stream)
 
 
 def test_a_write_by_a_process_without_sparkmv_is_read_from_the_log(
@@ -151,28 +87,22 @@ def test_a_write_by_a_process_without_sparkmv_is_read_from_the_log(
     assert sorted(spark.table("v").collect()) == [(1, 1), (4, 1), (5, 1)]
 
 
-def refresh_reason(spark: SparkSession, view: str) -> tuple[str, str]:
-    mode, reason = refresh(spark, view)
-    assert_view_matches_query(spark, view)
-    return mode, reason
-
-
 def test_a_table_without_change_records_refreshes_fully_naming_the_property(
     spark: SparkSession, db: str
 ) -> None:
     spark.sql("CREATE TABLE r (a INT) USING delta")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT COUNT(*) AS n FROM r")
     spark.sql("INSERT INTO r VALUES (1)")
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert f"set its property {delta_source.CHANGE_DATA_FEED_PROPERTY} = true" in reason
     plan = spark.sql("EXPLAIN REFRESH MATERIALIZED VIEW v").collect()[0][0]
     assert delta_source.CHANGE_DATA_FEED_PROPERTY in plan
     feed = delta_source.CHANGE_DATA_FEED_PROPERTY
     spark.sql(f"ALTER TABLE r SET TBLPROPERTIES ('{feed}' = 'true')")
-    assert refresh_reason(spark, "v")[0] == "FULL"  # the view has not read the feed yet
+    assert refresh_checked(spark, "v")[0] == "FULL"  # the view has not read the feed yet
     spark.sql("INSERT INTO r VALUES (2)")
-    assert refresh_reason(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
+    assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
 
 
 def test_a_recreated_table_is_not_read_against_the_old_ones_versions(
@@ -185,11 +115,11 @@ def test_a_recreated_table_is_not_read_against_the_old_ones_versions(
     spark.sql(f"CREATE TABLE r (a INT) USING delta {CDF}")
     spark.sql("INSERT INTO r VALUES (10)")
     spark.sql("INSERT INTO r VALUES (20)")  # version 2 again, of another table
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "has not read the current changelog of base table" in reason
     spark.sql("INSERT INTO r VALUES (5)")
-    assert refresh_reason(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
+    assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
 
 
 def test_a_range_crossing_a_vacuum_or_a_schema_change_refreshes_fully(
@@ -200,12 +130,12 @@ def test_a_range_crossing_a_vacuum_or_a_schema_change_refreshes_fully(
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM r WHERE a > 1")
     spark.sql("INSERT INTO r VALUES (3)")
     spark.sql("VACUUM r")
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "VACUUM" in reason and "change files" in reason
     spark.sql("ALTER TABLE r ADD COLUMNS (c STRING)")
     spark.sql("INSERT INTO r VALUES (4, 'x')")
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "schema changed" in reason
 
@@ -216,7 +146,7 @@ def test_an_optimize_alone_changes_nothing(spark: SparkSession, db: str) -> None
     spark.sql("INSERT INTO r VALUES (2)")
     spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a, COUNT(*) AS n FROM r GROUP BY a")
     spark.sql("OPTIMIZE r")
-    assert refresh_reason(spark, "v")[0] == "INCREMENTAL"
+    assert refresh_checked(spark, "v")[0] == "INCREMENTAL"
     changelog = view_description(spark, "v")[f"Changelog {db}.r"]
     assert "read from its Delta Change Data Feed (table_changes)" in changelog
 

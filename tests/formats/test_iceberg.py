@@ -12,20 +12,24 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-from dataclasses import dataclass
 from typing import Any
 
-from conftest import assert_view_matches_query, python_env, spark_examples, view_description
+from conftest import python_env, spark_examples, view_description
 from differential import (
     MAINTAINABLE,
     NO_SHRINK,
-    example_database,
-    note,
-    refresh,
-    refresh_each_incrementally,
+    refresh_checked,
+)
+from format_streams import (
+    RICH_INITIAL,
+    RICH_STEPS,
+    FormatTables,
+    Step,
+    r_rows,
+    steps,
+    views_are_maintained,
 )
 from hypothesis import example, given, settings
-from hypothesis import strategies as st
 from iceberg_tables import CATALOG, catalog_conf, jars, requires_iceberg
 from pyspark.sql import SparkSession
 from sparkmv.capture import iceberg_source
@@ -33,117 +37,27 @@ from sparkmv.capture import iceberg_source
 pytestmark = requires_iceberg
 COPY_ON_WRITE = iceberg_source.COPY_ON_WRITE_PROPERTIES
 
-VIEWS = {
-    "filtered": "SELECT a, b + 1 AS b1 FROM {ns}.r WHERE a IS NULL OR a > 0",
-    "grouped": "SELECT b, COUNT(*) AS n, SUM(a) AS total, MIN(a) AS low FROM {ns}.r GROUP BY b",
-    "joined": "SELECT r.a, s.c FROM {ns}.r r JOIN s ON r.b = s.b",
-    "both_iceberg": "SELECT r.a, q.b FROM {ns}.r r JOIN {ns}.q q ON r.a = q.a",
-}
-COMPACT = (
+REWRITE_DATA_FILES = (
     "CALL {catalog}.system.rewrite_data_files(table => '{table}',"
     " options => map('min-input-files', '1'))"
 )
 
-small = st.one_of(st.none(), st.integers(0, 3))
-r_rows = st.lists(st.tuples(small, small), max_size=5)
 
-
-@dataclass(frozen=True)
-class Step:
-    """SQL written to the Iceberg tables ``r`` and ``q`` (``{ns}``: their namespace) and the
-    parquet table ``s`` between two refreshes: inserts, deletes, updates, a MERGE and
-    sometimes a compaction."""
-
-    statements: list[str]
-
-
-def values(rows: list[tuple[Any, ...]]) -> str:
-    return ", ".join(
-        "(" + ", ".join("NULL" if v is None else repr(v) for v in row) + ")" for row in rows
-    )
-
-
-def _statement(kind: str, rows: list[tuple[Any, ...]], key: int, value: int) -> str:
-    if kind == "insert":
-        return (
-            f"INSERT INTO {{ns}}.r VALUES {values(rows)}"
-            if rows
-            else "INSERT INTO {ns}.q VALUES (1, 1)"
-        )
-    if kind == "delete":
-        return f"DELETE FROM {{ns}}.r WHERE a = {key}"
-    if kind == "update":
-        return f"UPDATE {{ns}}.r SET b = {value} WHERE a = {key} OR b IS NULL"
-    if kind == "merge":
-        return (
-            f"MERGE INTO {{ns}}.r r USING (SELECT {key} AS a, {value} AS b) m ON r.a = m.a"
-            " WHEN MATCHED AND r.b IS NULL THEN DELETE"
-            " WHEN MATCHED THEN UPDATE SET b = m.b WHEN NOT MATCHED THEN INSERT *"
-        )
-    if kind == "q":
-        return f"DELETE FROM {{ns}}.q WHERE a = {key}"
-    if kind == "s":
-        return f"INSERT INTO s VALUES ({key}, 'z')"
-    return "COMPACT r"
-
-
-statement = st.builds(
-    _statement,
-    st.sampled_from(["insert", "delete", "update", "merge", "q", "s", "compact"]),
-    r_rows,
-    st.integers(0, 3),
-    st.integers(0, 3),
-)
-steps = st.lists(st.builds(Step, st.lists(statement, min_size=1, max_size=3)), max_size=3)
-
-RICH_STEPS = [
-    Step(
-        [
-            "INSERT INTO {ns}.r VALUES (1, 1), (NULL, 2), (3, NULL)",
-            "UPDATE {ns}.r SET b = 2 WHERE a = 1",
-        ]
-    ),
-    Step([_statement("merge", [], 3, 1), "DELETE FROM {ns}.q WHERE a = 0", "COMPACT r"]),
-    Step(["DELETE FROM {ns}.r WHERE b = 2", "INSERT INTO s VALUES (1, 'w')"]),
-]
-
-
-def run(spark: SparkSession, text: str, database: str) -> None:
-    """``text`` with its Iceberg tables in ``database``'s namespace of ``ice``."""
-    if text == "COMPACT r":
-        text = COMPACT.format(catalog=CATALOG, table=f"{database}.r")
-    spark.sql(text.format(ns=f"{CATALOG}.{database}"))
+def iceberg_tables_in(database: str) -> FormatTables:
+    """The differential's ``r`` and ``q`` as Iceberg tables of ``ice``, in a namespace named
+    as ``database``."""
+    namespace = f"{CATALOG}.{database}"
+    compact = REWRITE_DATA_FILES.format(catalog=CATALOG, table=f"{database}.r")
+    return FormatTables(f"{namespace}.r", f"{namespace}.q", "USING iceberg", compact)
 
 
 @settings(max_examples=spark_examples(1), phases=NO_SHRINK)
 @given(initial=r_rows, stream=steps)
-@example(initial=[(0, 1), (1, 1), (1, 1), (None, 2), (2, None)], stream=RICH_STEPS)
+@example(initial=RICH_INITIAL, stream=RICH_STEPS)
 def test_views_over_iceberg_tables_are_maintained_from_their_snapshots(
     spark: SparkSession, db: str, initial: list[tuple[Any, ...]], stream: list[Step]
 ) -> None:
-    note(f"r: {initial}\nsteps: {stream}")
-    with example_database(spark, db) as database:
-        run(spark, "CREATE TABLE {ns}.r (a INT, b INT) USING iceberg", database)
-        run(spark, "CREATE TABLE {ns}.q (a INT, b INT) USING iceberg", database)
-        run(spark, "INSERT INTO {ns}.q VALUES (0, 0), (1, 1), (3, NULL)", database)
-        spark.sql("CREATE TABLE s (b INT, c STRING) USING parquet")
-        spark.sql("INSERT INTO s VALUES (1, 'x'), (2, 'y'), (NULL, 'x')")
-        if initial:
-            run(spark, f"INSERT INTO {{ns}}.r VALUES {values(initial)}", database)
-        for name, query in VIEWS.items():
-            ns = f"{CATALOG}.{database}"
-            spark.sql(f"CREATE MATERIALIZED VIEW {name} AS {query.format(ns=ns)}")
-            assert_view_matches_query(spark, name)
-        for number, step in enumerate(stream, 1):
-            for text in step.statements:
-                run(spark, text, database)
-            refresh_each_incrementally(spark, VIEWS, f"{database} step {number}")
-
-
-def refresh_reason(spark: SparkSession, view: str) -> tuple[str, str]:
-    mode, reason = refresh(spark, view)
-    assert_view_matches_query(spark, view)
-    return mode, reason
+    views_are_maintained(spark, db, iceberg_tables_in, initial, stream)
 
 
 def test_a_write_by_a_process_without_sparkmv_is_read_from_the_snapshots(
@@ -171,7 +85,7 @@ def test_a_write_by_a_process_without_sparkmv_is_read_from_the_snapshots(
         spark.stop()
     """)
     subprocess.run([sys.executable, "-c", writer], env=python_env(), check=True, timeout=300)
-    assert refresh_reason(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
+    assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
     assert sorted(spark.table("v").collect()) == [(1, 1), (4, 1), (5, 1)]
 
 
@@ -188,17 +102,17 @@ def test_merge_on_read_deletes_refresh_fully_naming_the_properties(
         f"CREATE MATERIALIZED VIEW v AS SELECT a % 3 AS k, COUNT(*) AS n FROM {table} GROUP BY 1"
     )
     spark.sql(f"DELETE FROM {table} WHERE a = 1")  # a position delete file
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "merge-on-read" in reason and "write.delete.mode" in reason
     cow = ", ".join(f"'{key}' = 'copy-on-write'" for key in COPY_ON_WRITE)
     spark.sql(f"ALTER TABLE {table} SET TBLPROPERTIES ({cow})")
     spark.sql(f"DELETE FROM {table} WHERE a = 3")  # rewrites the file; its deletes stay
-    assert refresh_reason(spark, "v")[0] == "FULL"
+    assert refresh_checked(spark, "v")[0] == "FULL"
     spark.sql(f"DELETE FROM {table} WHERE a = 2")  # the deletes go with the file
-    assert refresh_reason(spark, "v")[0] == "FULL"  # read from a snapshot that had them
+    assert refresh_checked(spark, "v")[0] == "FULL"  # read from a snapshot that had them
     spark.sql(f"INSERT INTO {table} VALUES (20)")
-    assert refresh_reason(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
+    assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
 
 
 def test_a_rollback_an_expiry_or_a_schema_change_refreshes_fully(
@@ -210,29 +124,29 @@ def test_a_rollback_an_expiry_or_a_schema_change_refreshes_fully(
     spark.sql(f"CREATE MATERIALIZED VIEW v AS SELECT a FROM {table} WHERE a > 1")
     first = spark.sql(f"SELECT snapshot_id FROM {table}.snapshots").collect()[0][0]
     spark.sql(f"INSERT INTO {table} VALUES (3)")
-    assert refresh_reason(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
+    assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
     spark.sql(f"CALL {CATALOG}.system.rollback_to_snapshot('{db}.r', {first})")
     spark.sql(f"INSERT INTO {table} VALUES (4)")  # a sequence number the view has not read
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "no longer an ancestor" in reason
     spark.sql(f"INSERT INTO {table} VALUES (5)")
-    assert refresh_reason(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
+    assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
     spark.sql(f"INSERT INTO {table} VALUES (6)")
     spark.sql(
         f"CALL {CATALOG}.system.expire_snapshots(table => '{db}.r',"
         " older_than => TIMESTAMP '2999-01-01 00:00:00', retain_last => 1)"
     )
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "no longer an ancestor" in reason
     spark.sql(f"ALTER TABLE {table} ADD COLUMN c STRING")
     spark.sql(f"INSERT INTO {table} VALUES (7, 'x')")
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "schema changed" in reason
     spark.sql(f"INSERT INTO {table} VALUES (8, 'y')")
-    assert refresh_reason(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
+    assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
 
 
 def test_a_recreated_table_is_not_read_against_the_old_ones_versions(
@@ -245,11 +159,11 @@ def test_a_recreated_table_is_not_read_against_the_old_ones_versions(
     spark.sql(f"DROP TABLE {table} PURGE")
     spark.sql(f"CREATE TABLE {table} (a INT) USING iceberg")
     spark.sql(f"INSERT INTO {table} VALUES (10)")  # sequence number 1 again, of another table
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "has not read the current changelog of base table" in reason
     spark.sql(f"INSERT INTO {table} VALUES (5)")
-    assert refresh_reason(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
+    assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
 
 
 def test_a_compaction_alone_changes_nothing_and_describe_names_the_source(
@@ -260,8 +174,8 @@ def test_a_compaction_alone_changes_nothing_and_describe_names_the_source(
     spark.sql(f"INSERT INTO {table} VALUES (1)")
     spark.sql(f"INSERT INTO {table} VALUES (2)")
     spark.sql(f"CREATE MATERIALIZED VIEW v AS SELECT a, COUNT(*) AS n FROM {table} GROUP BY a")
-    spark.sql(COMPACT.format(catalog=CATALOG, table=f"{db}.r"))
-    assert refresh_reason(spark, "v")[0] == "INCREMENTAL"
+    spark.sql(REWRITE_DATA_FILES.format(catalog=CATALOG, table=f"{db}.r"))
+    assert refresh_checked(spark, "v")[0] == "INCREMENTAL"
     changelog = view_description(spark, "v")[f"Changelog {table}"]
     assert "Iceberg changelog scan" in changelog
 
@@ -271,6 +185,6 @@ def test_a_format_version_1_table_refreshes_fully(spark: SparkSession, db: str) 
     spark.sql(f"CREATE TABLE {table} (a INT) USING iceberg TBLPROPERTIES ('format-version' = '1')")
     spark.sql(f"CREATE MATERIALIZED VIEW v AS SELECT COUNT(*) AS n FROM {table}")
     spark.sql(f"INSERT INTO {table} VALUES (1)")
-    mode, reason = refresh_reason(spark, "v")
+    mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "format-version 1" in reason
