@@ -126,6 +126,17 @@ def read_text(spark: SparkSession, path: str) -> str:
     return str(hadoop.bridge.readText(hadoop.configuration, path))
 
 
+def read_texts(spark: SparkSession, paths: Iterable[str]) -> list[str | None]:
+    """The texts of ``paths``, None for each that does not exist: one round trip."""
+    listed = list(paths)
+    if not listed:
+        return []
+    hadoop = _hadoop(spark)
+    answers = str(hadoop.bridge.readTexts(hadoop.configuration, _NUL.join(listed))).split(_NUL)
+    assert len(answers) == len(listed), "FsBridge.readTexts answers each path once"
+    return [answer[1:] if answer.startswith("+") else None for answer in answers]
+
+
 def publish_text(spark: SparkSession, path: str, text: str) -> bool:
     """Create ``path`` holding ``text`` atomically; False if ``path`` already exists.
 

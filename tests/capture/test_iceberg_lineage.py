@@ -11,14 +11,22 @@ from sparkmv.capture.iceberg_source import Lineage
 
 
 def snapshot(
-    number: int, parent: int | None, schema: int = 0, deletes: int = 0, operation: str = "append"
+    number: int,
+    parent: int | None,
+    schema: int = 0,
+    deletes: int = 0,
+    operation: str = "append",
+    **sizes: int,
 ) -> dict[str, Any]:
-    """A snapshot of sequence number ``number`` whose id is ``100 + number``."""
+    """A snapshot of sequence number ``number`` whose id is ``100 + number``; ``sizes``: its
+    summary's ``total_files_size`` and the like, spelt with underscores."""
+    summary = {"operation": operation, "total-delete-files": str(deletes)}
+    summary.update({key.replace("_", "-"): str(value) for key, value in sizes.items()})
     entry: dict[str, Any] = {
         "sequence-number": number,
         "snapshot-id": 100 + number,
         "schema-id": schema,
-        "summary": {"operation": operation, "total-delete-files": str(deletes)},
+        "summary": summary,
     }
     if parent is not None:
         entry["parent-snapshot-id"] = 100 + parent
@@ -108,3 +116,36 @@ def test_a_range_is_readable_exactly_when_its_snapshots_are_clean(
     start = data.draw(st.integers(0, end - 1))
     clean = not any(deletes[max(start, 1) - 1 : end])
     assert (chain.problem(start, end) == "") == clean
+
+
+def test_sizes_come_from_the_snapshot_summaries() -> None:
+    """The table's bytes are its current snapshot's ``total-files-size``; a range's change
+    reads the data files its snapshots added and removed, a compaction's none, and a
+    rolled-back snapshot's sequence number is in no range."""
+    sized = lineage(
+        Lineage.of(
+            metadata(
+                snapshot(1, None, added_files_size=100, total_files_size=100),
+                snapshot(2, 1, added_files_size=30, removed_files_size=100, total_files_size=30),
+                snapshot(4, 2, added_files_size=5, total_files_size=35),  # 3 was rolled back
+                snapshot(
+                    5,
+                    4,
+                    operation="replace",
+                    added_files_size=33,
+                    removed_files_size=35,
+                    total_files_size=33,
+                ),
+            )
+        )
+    )
+    assert sized.table_bytes() == 33
+    assert sized.change_bytes(0, 5) == 235
+    assert sized.change_bytes(1, 4) == 135
+    assert sized.change_bytes(4, 5) == 0
+
+
+def test_a_summary_without_sizes_sizes_nothing() -> None:
+    assert lineage(Lineage.of(metadata(snapshot(1, None)))).table_bytes() is None
+    empty = lineage(Lineage.of({"format-version": 2, "current-snapshot-id": -1}))
+    assert empty.table_bytes() == 0

@@ -4,19 +4,31 @@ filter, an aggregate, a join with parquet, a join of the two); random streams of
 DELETE, UPDATE, MERGE and compaction, written by SQL that goes through no sparkmv capture.
 After every step every view refreshes INCREMENTAL and equals its query run afresh.
 
+Each format's suite runs with AUTO's cost-based choice off (``always_incremental``), so that
+a refresh the change source allows is asserted INCREMENTAL whatever the cost model estimates
+of these small tables; a test of that choice turns it back on.
+
 Statements and views are templates over the tables' names (``{r}``, ``{q}``): a format places
 its tables where its catalog keeps them (``FormatTables``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from conftest import assert_view_matches_query
-from differential import example_database, note, refresh_each_incrementally
+import pytest
+from conftest import assert_view_matches_query, last_job_id, session_confs
+from differential import (
+    ALWAYS_INCREMENTAL,
+    example_database,
+    note,
+    refresh,
+    refresh_each_incrementally,
+)
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
+from sparkmv.config import REFRESH_COST_BASED_CONF
 
 COMPACT = "COMPACT {r}"  # the format's own compaction of r (``FormatTables.compact``)
 VIEWS = {
@@ -25,6 +37,14 @@ VIEWS = {
     "joined": "SELECT r.a, s.c FROM {r} r JOIN s ON r.b = s.b",
     "both_of_the_format": "SELECT r.a, q.b FROM {r} r JOIN {q} q ON r.a = q.a",
 }
+
+
+@pytest.fixture
+def always_incremental(spark: SparkSession) -> Iterator[None]:
+    """The session with AUTO's cost-based choice off (module docstring)."""
+    with session_confs(spark, ALWAYS_INCREMENTAL):
+        yield
+
 
 small = st.one_of(st.none(), st.integers(0, 3))
 r_rows = st.lists(st.tuples(small, small), max_size=5)
@@ -135,3 +155,27 @@ def views_are_maintained(
             for template in step.statements:
                 spark.sql(tables.sql(template))
             refresh_each_incrementally(spark, VIEWS, f"{database} step {number}")
+
+
+def auto_weighs_the_formats_sizes(spark: SparkSession, table: str, using: str) -> None:
+    """The format's metadata sizes ``table`` and its changes (``ChangelogSizes``), and AUTO
+    weighs them: a one-row change refreshes incrementally, in the refresh's own Spark job
+    alone (the format's facts are metadata), and a change that rewrote every row fully, by
+    the cost model's estimates."""
+    with session_confs(spark, {REFRESH_COST_BASED_CONF: "true"}):
+        spark.sql(f"CREATE TABLE {table} (a BIGINT, b BIGINT, c DOUBLE) {using}")
+        spark.sql(f"INSERT INTO {table} SELECT id, id % 7, rand(3) FROM range(300000)")
+        spark.sql(
+            "CREATE MATERIALIZED VIEW v AS"
+            f" SELECT b, COUNT(*) AS n, SUM(a) AS s FROM {table} GROUP BY b"
+        )
+        spark.sql(f"INSERT INTO {table} VALUES (1, 1, 0.5)")
+        first = last_job_id(spark)
+        mode, reason = refresh(spark, "v")
+        assert (mode, last_job_id(spark) - first) == ("INCREMENTAL", 1), reason
+        assert reason.startswith("incremental: estimated")
+        assert_view_matches_query(spark, "v")
+        spark.sql(f"UPDATE {table} SET c = c + 1")  # its change is about the table's size
+        mode, reason = refresh(spark, "v")
+        assert mode == "FULL" and reason.startswith("full: estimated"), reason
+        assert_view_matches_query(spark, "v")

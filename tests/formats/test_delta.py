@@ -13,6 +13,7 @@ import sys
 import textwrap
 from typing import Any
 
+import pytest
 from conftest import (
     assert_view_matches_query,
     python_env,
@@ -32,6 +33,8 @@ from format_streams import (
     RICH_STEPS,
     FormatTables,
     Step,
+    always_incremental,  # noqa: F401 (a fixture pytestmark uses)
+    auto_weighs_the_formats_sizes,
     r_rows,
     steps,
     views_are_maintained,
@@ -40,7 +43,7 @@ from hypothesis import example, given, settings
 from pyspark.sql import SparkSession
 from sparkmv.capture import delta_source
 
-pytestmark = requires_delta
+pytestmark = [requires_delta, pytest.mark.usefixtures("always_incremental")]
 
 CDF = "TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
 
@@ -160,3 +163,10 @@ def test_change_queries_follow_the_tables_properties() -> None:
     assert isinstance(delta_source.change_query(tracked, False), str)
     assert delta_source.history_problem([(3, "WRITE"), (4, "OPTIMIZE")]) == ""
     assert "version 4" in delta_source.history_problem([(5, "VACUUM END"), (4, "ADD COLUMNS")])
+
+
+def test_the_log_is_read_as_metadata_and_sizes_the_table_for_auto(
+    spark: SparkSession, db: str
+) -> None:
+    """The range's commits are read as the log's files (``DeltaLogFiles``, no Spark job)."""
+    auto_weighs_the_formats_sizes(spark, "r", f"USING delta {CDF}")

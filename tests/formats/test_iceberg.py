@@ -14,6 +14,7 @@ import sys
 import textwrap
 from typing import Any
 
+import pytest
 from conftest import python_env, spark_examples, view_description
 from differential import (
     MAINTAINABLE,
@@ -25,6 +26,8 @@ from format_streams import (
     RICH_STEPS,
     FormatTables,
     Step,
+    always_incremental,  # noqa: F401 (a fixture pytestmark uses)
+    auto_weighs_the_formats_sizes,
     r_rows,
     steps,
     views_are_maintained,
@@ -34,7 +37,7 @@ from iceberg_tables import CATALOG, catalog_conf, jars, requires_iceberg
 from pyspark.sql import SparkSession
 from sparkmv.capture import iceberg_source
 
-pytestmark = requires_iceberg
+pytestmark = [requires_iceberg, pytest.mark.usefixtures("always_incremental")]
 COPY_ON_WRITE = iceberg_source.COPY_ON_WRITE_PROPERTIES
 
 REWRITE_DATA_FILES = (
@@ -188,3 +191,7 @@ def test_a_format_version_1_table_refreshes_fully(spark: SparkSession, db: str) 
     mode, reason = refresh_checked(spark, "v")
     assert mode == "FULL"
     assert "format-version 1" in reason
+
+
+def test_snapshot_summaries_size_the_table_for_auto(spark: SparkSession, db: str) -> None:
+    auto_weighs_the_formats_sizes(spark, f"{CATALOG}.{db}.r", "USING iceberg")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors.exceptions.captured import CapturedException
@@ -112,6 +112,21 @@ def describe(spark: SparkSession, table: TableName) -> ChangelogTable | None:
     )
 
 
+class ChangelogSizes(Protocol):
+    """A changelog table's bytes as its format's own metadata gives them, without a Spark
+    job. The cost model and the view's layout size the table by them, as they size a table
+    sparkmv tracks by its listing and its log (``plan/cost.py``)."""
+
+    def table_bytes(self) -> int | None:
+        """The bytes of the table's data files at the version read (None: not known)."""
+        ...
+
+    def change_bytes(self, start: int, end: int) -> int | None:
+        """The bytes of the files the changes of ``(start, end]`` are read from (None: not
+        known)."""
+        ...
+
+
 @dataclass
 class ChangelogSource:
     """The changelog of one table at ``version``; implements ``source.VersionedChanges``.
@@ -129,6 +144,8 @@ class ChangelogSource:
     vet: Callable[[int, int], str] | None = None
     """Why the range ``(start, end]`` must not be read although the query would answer
     ("" when it may be): a fact of the source's own log the query does not check."""
+    sizes: ChangelogSizes | None = None
+    """The table's bytes and its changes', when its format's metadata says."""
     _changes: dict[tuple[int, int], DataFrame | str] = field(default_factory=dict, repr=False)
 
     @property

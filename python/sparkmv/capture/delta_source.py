@@ -27,13 +27,14 @@ view was defined over: both are refused (FULL, with the reason), never read.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
-from sparkmv import frames
+from sparkmv import frames, fs
 from sparkmv.capture.changelog_source import CHANGES_FROM_VERSION, ChangelogSource, ChangeQuery
 from sparkmv.identifiers import TableName
 
@@ -77,22 +78,32 @@ def describe(spark: SparkSession, table: TableName) -> ChangelogSource | str:
     facts = snapshot_facts(spark, table)
     if isinstance(facts, str):
         return facts
-    version, table_id, properties = facts
-    query = change_query(properties, _conf_on(spark, CHANGELOG_CONF))
+    query = change_query(facts.properties, _conf_on(spark, CHANGELOG_CONF))
     if isinstance(query, str):
         return query
+    version = facts.version
     schema = frames.sql(spark, f"SELECT * FROM {table.quoted} VERSION AS OF {version}").schema
-    vet = _history_vet(spark, table, version)
-    return ChangelogSource(spark, table, version, table_id, schema, query, vet)
+    log = DeltaLogFiles(spark, table, facts.log_path, version, query is CHANGE_DATA_FEED)
+    return ChangelogSource(spark, table, version, facts.table_id, schema, query, log.problem, log)
 
 
-def snapshot_facts(spark: SparkSession, table: TableName) -> tuple[int, str, dict[str, str]] | str:
-    """The version, log id and properties of ``table``'s newest snapshot, or why its log
-    could not be read. Read through Delta's JVM objects (``DeltaTable.forName``, its log's
-    ``update``): a snapshot's version and metadata come from the log's newest commit and
-    checksum files, where ``DESCRIBE DETAIL`` also computes the snapshot's file state (3
-    Spark jobs per new version, measured) and ``DESCRIBE HISTORY`` runs one. Delta's internals
-    are touched here only."""
+@dataclass(frozen=True)
+class SnapshotFacts:
+    """What a refresh needs of a Delta table's newest snapshot."""
+
+    version: int
+    table_id: str
+    properties: dict[str, str]
+    log_path: str
+
+
+def snapshot_facts(spark: SparkSession, table: TableName) -> SnapshotFacts | str:
+    """The version, log id, properties and log directory of ``table``'s newest snapshot, or
+    why its log could not be read. Read through Delta's JVM objects (``DeltaTable.forName``,
+    its log's ``update``): a snapshot's version and metadata come from the log's newest
+    commit and checksum files, where ``DESCRIBE DETAIL`` also computes the snapshot's file
+    state (3 Spark jobs per new version, measured). Delta's internals are touched here only;
+    its log's files are read as Delta writes them (``DeltaLogFiles``)."""
     jvm: Any = spark._jvm
     session: Any = spark._jsparkSession
     try:
@@ -105,7 +116,8 @@ def snapshot_facts(spark: SparkSession, table: TableName) -> tuple[int, str, dic
             for key in (ROW_TRACKING_PROPERTY, CHANGE_DATA_FEED_PROPERTY)
             if configuration.contains(key)
         }
-        return int(snapshot.version()), str(metadata.id()), properties
+        log_path = str(log.logPath().toString())
+        return SnapshotFacts(int(snapshot.version()), str(metadata.id()), properties, log_path)
     except Py4JError as error:  # a Delta release whose internals differ: read nothing wrong
         return f"its Delta log could not be read ({str(error).strip().splitlines()[0]})"
 
@@ -139,23 +151,110 @@ def history_problem(operations: list[tuple[int, str]]) -> str:
     return ""
 
 
-def _history_vet(spark: SparkSession, table: TableName, version: int) -> Callable[[int, int], str]:
-    def vet(start: int, end: int) -> str:
-        """``history_problem`` of the commits after ``start`` up to ``version`` (a VACUUM
-        after ``end`` deletes the files of ``(start, end]`` as well): the newest entries of
-        the table's history."""
-        entries = frames.sql(
-            spark, f"DESCRIBE HISTORY {table.quoted} LIMIT {max(version - start, 1)}"
-        ).collect()
-        return history_problem(
-            [
-                (int(row["version"]), str(row["operation"]))
-                for row in entries
-                if row["version"] > start
-            ]
-        )
+@dataclass(frozen=True)
+class DeltaCommit:
+    """One commit of a Delta log as a refresh reads it: its operation (``commitInfo``) and
+    the bytes of the files its change rows are read from (None: an action without a size).
+    The Change Data Feed reads a commit's ``cdc`` files where it wrote some, else its added
+    and removed data files; Spark's changelog over row tracking reads the latter. Files of a
+    commit that changes no data (``dataChange`` false: OPTIMIZE) give no rows."""
 
-    return vet
+    version: int
+    operation: str
+    change_bytes: int | None
+
+    @classmethod
+    def parse(cls, version: int, text: str, reads_cdc: bool) -> DeltaCommit:
+        """The commit file ``text`` (one JSON action per line) of ``version``."""
+        operation = ""
+        data: list[int | None] = []
+        cdc: list[int | None] = []
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            action: dict[str, Any] = json.loads(line)
+            if "commitInfo" in action:
+                operation = str(action["commitInfo"].get("operation") or "")
+            for kind in ("add", "remove"):
+                file = action.get(kind)
+                if file is not None and file.get("dataChange", True):
+                    data.append(file.get("size"))
+            if "cdc" in action:
+                cdc.append(action["cdc"].get("size"))
+        read = cdc if reads_cdc and cdc else data
+        return cls(version, operation, None if None in read else sum(s or 0 for s in read))
+
+
+@dataclass
+class DeltaLogFiles:
+    """A Delta table's log read as metadata through Hadoop's ``FileSystem`` (no Spark job):
+    the commit files after a view's version up to ``version``, one round trip for all of
+    them, and the checksum file of ``version`` (``tableSizeBytes``). It vets a range
+    (``problem``) and sizes the table and its changes (``changelog_source.ChangelogSizes``).
+
+    A commit file that is not where the log's layout puts it (a log whose commits its catalog
+    keeps elsewhere, or cleaned up by log retention) is not guessed at: the range is then
+    vetted from ``DESCRIBE HISTORY`` (one Spark job), and its change is not sized."""
+
+    spark: SparkSession
+    table: TableName
+    log_path: str
+    version: int
+    reads_cdc: bool
+    _read: dict[int, list[DeltaCommit] | None] = field(default_factory=dict, repr=False)
+    _checksum: dict[str, Any] | None = field(default=None, repr=False)
+
+    def problem(self, start: int, end: int) -> str:
+        """``history_problem`` of the commits after ``start`` up to ``version`` (a VACUUM
+        after ``end`` deletes the files of ``(start, end]`` as well)."""
+        commits = self._commits(start)
+        if commits is None:
+            return history_problem(self._history(start))
+        return history_problem([(commit.version, commit.operation) for commit in commits])
+
+    def change_bytes(self, start: int, end: int) -> int | None:
+        commits = self._commits(start)
+        if commits is None:
+            return None
+        sizes = [commit.change_bytes for commit in commits if commit.version <= end]
+        return None if None in sizes else sum(size or 0 for size in sizes)
+
+    def table_bytes(self) -> int | None:
+        if self._checksum is None:
+            text = fs.read_texts(self.spark, [self._file(self.version, "crc")])[0]
+            self._checksum = json.loads(text) if text else {}
+        size = self._checksum.get("tableSizeBytes")
+        return int(size) if size is not None else None
+
+    def _commits(self, start: int) -> list[DeltaCommit] | None:
+        """The commits of ``(start, version]``; None when one of their files is missing."""
+        if start not in self._read:
+            versions = range(start + 1, self.version + 1)
+            texts = fs.read_texts(self.spark, [self._file(v, "json") for v in versions])
+            self._read[start] = (
+                None
+                if None in texts
+                else [
+                    DeltaCommit.parse(v, text or "", self.reads_cdc)
+                    for v, text in zip(versions, texts, strict=True)
+                ]
+            )
+        return self._read[start]
+
+    def _file(self, version: int, suffix: str) -> str:
+        return f"{self.log_path.rstrip('/')}/{version:020d}.{suffix}"
+
+    def _history(self, start: int) -> list[tuple[int, str]]:
+        """The (version, operation) of the commits after ``start`` from ``DESCRIBE HISTORY``
+        (its newest entries)."""
+        entries = frames.sql(
+            self.spark, f"DESCRIBE HISTORY {self.table.quoted} LIMIT {max(self.version - start, 1)}"
+        ).collect()
+        return [
+            (int(row["version"]), str(row["operation"]))
+            for row in entries
+            if row["version"] > start
+        ]
 
 
 def _enabled(properties: dict[str, str], key: str) -> bool:

@@ -63,6 +63,11 @@ class Snapshot:
     operation: str
     delete_files: int
     """The delete files live in the table at this snapshot (merge-on-read writes)."""
+    files_bytes: int | None = None
+    """The bytes of the table's data files at this snapshot (None: its summary lacks them)."""
+    changed_bytes: int = 0
+    """The bytes of the data files it added and removed: what the changelog scan reads of it
+    (a compaction's files give no rows, and are not read: 0)."""
 
     @classmethod
     def of(cls, entry: Mapping[str, Any]) -> Snapshot:
@@ -73,13 +78,27 @@ class Snapshot:
             entry.get("schema-id"),
             str(summary.get("operation", "")),
             int(summary.get("total-delete-files", summary.get("added-delete-files", 0))),
+            _bytes(summary.get("total-files-size")),
+            _changed_bytes(summary),
         )
+
+
+def _bytes(value: Any) -> int | None:
+    return int(value) if value is not None else None
+
+
+def _changed_bytes(summary: Mapping[str, Any]) -> int:
+    """A snapshot's added and removed data files' bytes; its summary omits a size of 0."""
+    if summary.get("operation") == "replace":
+        return 0
+    return sum(int(summary.get(key, 0)) for key in ("added-files-size", "removed-files-size"))
 
 
 @dataclass(frozen=True)
 class Lineage:
     """The current snapshot and its ancestors as far as the metadata keeps them, by sequence
-    number; ``complete``: they reach the table's first snapshot (none was expired)."""
+    number; ``complete``: they reach the table's first snapshot (none was expired). Its
+    summaries size the table and its changes (``changelog_source.ChangelogSizes``)."""
 
     snapshots: Mapping[int, Snapshot]
     complete: bool
@@ -109,6 +128,24 @@ class Lineage:
     def version(self) -> int:
         """The current snapshot's sequence number; 0 when the table has none."""
         return max(self.snapshots, default=0)
+
+    def table_bytes(self) -> int | None:
+        """The bytes of the table's data files at its current snapshot (its summary's
+        ``total-files-size``; None when it lacks it): ``ChangelogSizes``."""
+        if not self.snapshots:
+            return 0
+        return self.snapshots[self.version].files_bytes
+
+    def change_bytes(self, start: int, end: int) -> int:
+        """The bytes the changelog scan reads for ``(start, end]``: the added and removed
+        data files of the lineage's snapshots in it (copy-on-write rewrites read whole, as
+        deletes and as inserts). Sequence numbers of abandoned snapshots (before a rollback)
+        are not in the lineage, nor read."""
+        return sum(
+            snapshot.changed_bytes
+            for number, snapshot in self.snapshots.items()
+            if start < number <= end
+        )
 
     def problem(self, start: int, end: int) -> str:
         """Why the changes of sequence numbers ``(start, end]`` (``start < end``) must not
@@ -178,7 +215,7 @@ def describe(spark: SparkSession, table: TableName) -> ChangelogSource | str:
     version = lineage.version
     schema = frames.sql(spark, query.rows_text(table, version)).schema
     uuid = str(metadata.get("table-uuid", ""))
-    return ChangelogSource(spark, table, version, uuid, schema, query, lineage.problem)
+    return ChangelogSource(spark, table, version, uuid, schema, query, lineage.problem, lineage)
 
 
 def table_metadata(spark: SparkSession, table: TableName) -> dict[str, Any] | str:

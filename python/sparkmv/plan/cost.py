@@ -339,15 +339,35 @@ def cost_based(spark: SparkSession) -> bool:
 
 
 def base_bytes(bases: Iterable[BaseTable]) -> int:
-    """The bytes of the tracked base tables' files, as tracking listed them."""
+    """The bytes of the sized base tables' files (``table_bytes``)."""
     return sum(table_bytes(bases).values())
 
 
 def table_bytes(bases: Iterable[BaseTable]) -> dict[str, int]:
-    """Per tracked base table, the bytes of its files as tracking listed them."""
-    return {
-        base.name: sum(f.size for f in base.files.files) for base in bases if base.files is not None
-    }
+    """Per sized base table, the bytes of its files: as tracking listed them, or as its
+    table format's metadata says (``ChangelogSizes``). An unsized table is absent."""
+    sizes = {}
+    for base in bases:
+        if base.files is not None:
+            sizes[base.name] = sum(f.size for f in base.files.files)
+        elif base.changelog is not None and base.changelog.sizes is not None:
+            size = base.changelog.sizes.table_bytes()
+            if size is not None:
+                sizes[base.name] = size
+    return sizes
+
+
+def change_bytes(
+    spark: SparkSession, base: BaseTable, consumed: int, read: set[str] | None
+) -> int | None:
+    """The bytes an incremental refresh reads as ``base``'s change since version
+    ``consumed``: its log's (``logged_bytes``), or those its table format's metadata names
+    (``ChangelogSizes``); None when neither says."""
+    if base.log is not None and base.files is not None:
+        return logged_bytes(spark, base, consumed, read)
+    if base.changelog is not None and base.changelog.sizes is not None:
+        return base.changelog.sizes.change_bytes(consumed, base.version)
+    return None
 
 
 def logged_bytes(spark: SparkSession, base: BaseTable, consumed: int, read: set[str] | None) -> int:

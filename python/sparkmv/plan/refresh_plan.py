@@ -14,12 +14,14 @@ prints it and DESCRIBE EXTENDED shows it as the next refresh. The rules, first m
    laid out for full refreshes only (``incremental_obstacle``): FULL, saying why;
 7. no base table changed: only record the refresh (the versions read, the schemas checked);
 8. policy AUTO, no mode requested, cost-based choice on (``REFRESH_COST_BASED_CONF``) and
-   every base table's files known (not so for a table read through its catalog's
-   changelog): the mode ``plan/cost.py`` estimates cheaper, both estimates in the reason;
+   every base table and its change sized (by tracking's listing and log, or for a table
+   read through its catalog's changelog by its format's metadata: Delta's log, Iceberg's
+   snapshot summaries): the mode ``plan/cost.py`` estimates cheaper, both estimates in the
+   reason;
 9. otherwise INCREMENTAL.
 
 A plan that refreshes carries the estimates the cost model could make (full: when every base
-table is tracked; incremental: under rules 8 and 9); the refresh's duration is recorded
+table is sized; incremental: under rules 8 and 9); the refresh's duration is recorded
 against the chosen mode's (``RefreshStats.planned``). Planning reads metadata only (log
 manifests, file listings, footers); every row the refresh computes is computed by Spark.
 """
@@ -48,11 +50,11 @@ from sparkmv.plan.aggregate_view import aggregate_view
 from sparkmv.plan.cost import (
     CostEstimate,
     base_bytes,
+    change_bytes,
     cost_based,
     estimate_cost,
     extra_joins,
     joined_bytes,
-    logged_bytes,
     steps_apart,
     table_bytes,
 )
@@ -81,9 +83,9 @@ class ViewQuery:
 @dataclass(frozen=True)
 class ChangedTable:
     """A base table whose log has versions ``(consumed_version, current_version]`` the view
-    has not consumed; ``logged_bytes``: what its log holds for them, as the view reads it
-    (``cost.logged_bytes``; None when not measured: a table read through its catalog's
-    changelog, or a plan decided before the cost estimates)."""
+    has not consumed; ``logged_bytes``: the bytes its change is read from, as the view reads
+    it (``cost.change_bytes``; None when not measured: a table whose catalog's changelog
+    does not say, or a plan decided before the cost estimates)."""
 
     name: str
     consumed_version: int
@@ -97,7 +99,7 @@ class RefreshPlan:
     them. ``nothing_pending``: the view is its query's result already; the refresh has
     nothing to do, or only records what it checked (reported as INCREMENTAL). ``changed``:
     the base tables with versions the view has not consumed. ``cost``: the estimates (None
-    when a base table is untracked).
+    when a base table or its change is not sized).
     ``query``: the view's query as analyzed for the plan (None when rule 1 decided without
     it), which the refresh then runs."""
 
@@ -141,10 +143,11 @@ def plan_refresh(
             name=view.name,
             reason=maintainability.reason,
         )
-    tracked = all(base.files is not None for base in bases)
+    sizes = table_bytes(bases)
+    sized = len(sizes) == len(bases)
 
     def full(reason: str) -> RefreshPlan:
-        cost = estimate_cost(view, base_bytes(bases)) if tracked else None
+        cost = estimate_cost(view, sum(sizes.values())) if sized else None
         return RefreshPlan(RefreshMode.FULL, reason, changed, cost, query=query)
 
     missed = [base.problem for base in bases if base.log is not None and base.problem]
@@ -162,11 +165,11 @@ def plan_refresh(
     if not changed:
         return RefreshPlan(RefreshMode.INCREMENTAL, NO_CHANGE, nothing_pending=True, query=query)
     assert maintainability.root is not None
-    if not tracked:  # a changelog's table: its size is not known, nor its change's
-        return RefreshPlan(RefreshMode.INCREMENTAL, MAINTAINABLE, changed, query=query)
-    sizes = table_bytes(bases)
     names = {table.name for table in changed}
     changed = measured_changes(spark, maintainability, bases, changed)
+    if not sized or any(table.logged_bytes is None for table in changed):
+        # a table whose format's metadata does not say its size, or its change's
+        return RefreshPlan(RefreshMode.INCREMENTAL, MAINTAINABLE, changed, query=query)
     cost = estimate_cost(
         view,
         sum(sizes.values()),
@@ -253,7 +256,7 @@ def measured_changes(
     return tuple(
         replace(
             table,
-            logged_bytes=logged_bytes(
+            logged_bytes=change_bytes(
                 spark, by_name[table.name], table.consumed_version, read.get(table.name)
             ),
         )

@@ -185,6 +185,17 @@ object FsBridge {
   }
 
   /**
+   * The texts (UTF-8) of `files` (NUL-separated), in one round trip: each answered as "+"
+   * and its text, or as "-" when it does not exist, NUL-separated. A table format's log read
+   * as metadata: a Delta table's commits of a range, one file each.
+   */
+  def readTexts(conf: Configuration, files: String): String =
+    files.split(Nul).filter(_.nonEmpty).map { file =>
+      try "+" + readText(conf, file)
+      catch { case _: java.io.FileNotFoundException => "-" }
+    }.mkString(Nul)
+
+  /**
    * Creates `file` holding `text` (UTF-8) atomically, only if it does not exist: of two
    * writers exactly one publishes, and a reader sees all of the text or no file. The change
    * log's commit point (`docs/cluster.md`, "What sparkmv needs from the file system").
