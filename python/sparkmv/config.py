@@ -272,6 +272,12 @@ partition: netting it, and the aggregates and broadcast joins above it, then nee
 shuffle (one partition satisfies any clustering), so the statement that computes ΔV runs
 without the stages those shuffles cost. A larger change is read in parallel."""
 
+DELTA_LOG_FILES_READ = Threshold("spark.sparkmv.delta.maxCommitFilesRead", 1000)
+"""A refresh of a view over a Delta table reads the commit files of the versions since the
+view's last refresh at the driver, one after the other (metadata: their operations and file
+sizes) when there are at most this many; more are checked by ``DESCRIBE HISTORY`` instead
+(one Spark job, which reads them in parallel), and the change is then not sized."""
+
 TABLE_SINGLE_TASK_BYTES = Threshold("spark.sparkmv.refresh.singleTaskTableBytes", 4 * 1024 * 1024)
 """A base table whose files hold at most this many bytes is read by one task (Spark's own
 ``spark.sql.files.openCostInBytes`` is 4 MiB): its scan and what joins it need no shuffle."""

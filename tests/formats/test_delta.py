@@ -17,6 +17,7 @@ import pytest
 from conftest import (
     assert_view_matches_query,
     python_env,
+    session_confs,
     spark_examples,
     table_location,
     view_description,
@@ -42,6 +43,7 @@ from format_streams import (
 from hypothesis import example, given, settings
 from pyspark.sql import SparkSession
 from sparkmv.capture import delta_source
+from sparkmv.config import DELTA_LOG_FILES_READ
 
 pytestmark = [requires_delta, pytest.mark.usefixtures("always_incremental")]
 
@@ -170,3 +172,20 @@ def test_the_log_is_read_as_metadata_and_sizes_the_table_for_auto(
 ) -> None:
     """The range's commits are read as the log's files (``DeltaLogFiles``, no Spark job)."""
     auto_weighs_the_formats_sizes(spark, "r", f"USING delta {CDF}")
+
+
+def test_more_commits_than_the_driver_reads_are_checked_by_the_history(
+    spark: SparkSession, db: str
+) -> None:
+    """Past ``DELTA_LOG_FILES_READ`` commits the range is vetted by ``DESCRIBE HISTORY``: a
+    VACUUM is seen as well, and the refresh after it is incremental again (unsized)."""
+    with session_confs(spark, {DELTA_LOG_FILES_READ.key: "0"}):
+        spark.sql(f"CREATE TABLE r (a INT) USING delta {CDF}")
+        spark.sql("INSERT INTO r VALUES (1), (2)")
+        spark.sql("CREATE MATERIALIZED VIEW v AS SELECT a FROM r WHERE a > 1")
+        spark.sql("INSERT INTO r VALUES (3)")
+        spark.sql("VACUUM r")
+        mode, reason = refresh_checked(spark, "v")
+        assert mode == "FULL" and "VACUUM" in reason, reason
+        spark.sql("INSERT INTO r VALUES (4)")
+        assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)

@@ -146,6 +146,9 @@ class ChangelogSource:
     ("" when it may be): a fact of the source's own log the query does not check."""
     sizes: ChangelogSizes | None = None
     """The table's bytes and its changes', when its format's metadata says."""
+    analyzed_rows: DataFrame | None = field(default=None, repr=False)
+    """``rows()`` as the source's describer already analyzed it (for the schema), so that a
+    command does not analyze the same query twice."""
     _changes: dict[tuple[int, int], DataFrame | str] = field(default_factory=dict, repr=False)
 
     @property
@@ -194,7 +197,11 @@ class ChangelogSource:
 
     def rows(self) -> DataFrame:
         """The table's rows at ``version``."""
-        return frames.sql(self.spark, self.query.rows_text(self.table, self.version))
+        if self.analyzed_rows is None:
+            self.analyzed_rows = frames.sql(
+                self.spark, self.query.rows_text(self.table, self.version)
+            )
+        return self.analyzed_rows
 
     def _read(self, start: int, end: int) -> DataFrame | str:
         """The weighted change rows of ``(start, end]``, or what the source said instead."""

@@ -36,6 +36,7 @@ from pyspark.sql import SparkSession
 
 from sparkmv import frames, fs
 from sparkmv.capture.changelog_source import CHANGES_FROM_VERSION, ChangelogSource, ChangeQuery
+from sparkmv.config import DELTA_LOG_FILES_READ
 from sparkmv.identifiers import TableName
 
 DELTA_PROVIDER = "delta"
@@ -74,7 +75,8 @@ def is_delta(provider: str | None) -> bool:
 def describe(spark: SparkSession, table: TableName) -> ChangelogSource | str:
     """``table`` (a Delta table) as a change source at its latest version, or why its changes
     cannot be read. Its version, id and properties come from its log's newest snapshot
-    (``snapshot_facts``); only its schema is asked of Spark (an analysis, no job)."""
+    (``snapshot_facts``); its rows are analyzed by Spark, for the schema (no job), and kept
+    for the command to read."""
     facts = snapshot_facts(spark, table)
     if isinstance(facts, str):
         return facts
@@ -82,9 +84,11 @@ def describe(spark: SparkSession, table: TableName) -> ChangelogSource | str:
     if isinstance(query, str):
         return query
     version = facts.version
-    schema = frames.sql(spark, f"SELECT * FROM {table.quoted} VERSION AS OF {version}").schema
+    rows = frames.sql(spark, query.rows_text(table, version))
     log = DeltaLogFiles(spark, table, facts.log_path, version, query is CHANGE_DATA_FEED)
-    return ChangelogSource(spark, table, version, facts.table_id, schema, query, log.problem, log)
+    return ChangelogSource(
+        spark, table, version, facts.table_id, rows.schema, query, log.problem, log, rows
+    )
 
 
 @dataclass(frozen=True)
@@ -193,8 +197,9 @@ class DeltaLogFiles:
     (``problem``) and sizes the table and its changes (``changelog_source.ChangelogSizes``).
 
     A commit file that is not where the log's layout puts it (a log whose commits its catalog
-    keeps elsewhere, or cleaned up by log retention) is not guessed at: the range is then
-    vetted from ``DESCRIBE HISTORY`` (one Spark job), and its change is not sized."""
+    keeps elsewhere, or cleaned up by log retention) is not guessed at, nor are more commits
+    read than ``DELTA_LOG_FILES_READ``: the range is then vetted from ``DESCRIBE HISTORY``
+    (one Spark job), and its change is not sized."""
 
     spark: SparkSession
     table: TableName
@@ -227,9 +232,13 @@ class DeltaLogFiles:
         return int(size) if size is not None else None
 
     def _commits(self, start: int) -> list[DeltaCommit] | None:
-        """The commits of ``(start, version]``; None when one of their files is missing."""
+        """The commits of ``(start, version]``; None when one of their files is missing, or
+        when they are more than ``DELTA_LOG_FILES_READ`` (the driver reads them one by one)."""
         if start not in self._read:
             versions = range(start + 1, self.version + 1)
+            if len(versions) > DELTA_LOG_FILES_READ.count(self.spark):
+                self._read[start] = None
+                return None
             texts = fs.read_texts(self.spark, [self._file(v, "json") for v in versions])
             self._read[start] = (
                 None

@@ -201,8 +201,8 @@ class SnapshotChanges(ChangeQuery):
 
 def describe(spark: SparkSession, table: TableName) -> ChangelogSource | str:
     """``table`` (an Iceberg table) as a change source at its current snapshot, or why its
-    changes cannot be read. Its metadata comes from the catalog (``table_metadata``); only
-    its schema is asked of Spark (an analysis, no job)."""
+    changes cannot be read. Its metadata comes from the catalog (``table_metadata``); its
+    rows are analyzed by Spark, for the schema (no job), and kept for the command to read."""
     metadata = table_metadata(spark, table)
     if isinstance(metadata, str):
         return metadata
@@ -213,9 +213,11 @@ def describe(spark: SparkSession, table: TableName) -> ChangelogSource | str:
     # no template: the range's bounds are snapshot ids, which ``SnapshotChanges.text`` names
     query = SnapshotChanges(f"its Iceberg changelog scan ({table}.changes)", "", ids)
     version = lineage.version
-    schema = frames.sql(spark, query.rows_text(table, version)).schema
+    rows = frames.sql(spark, query.rows_text(table, version))
     uuid = str(metadata.get("table-uuid", ""))
-    return ChangelogSource(spark, table, version, uuid, schema, query, lineage.problem, lineage)
+    return ChangelogSource(
+        spark, table, version, uuid, rows.schema, query, lineage.problem, lineage, rows
+    )
 
 
 def table_metadata(spark: SparkSession, table: TableName) -> dict[str, Any] | str:
