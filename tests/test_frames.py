@@ -1,6 +1,7 @@
-"""DataFrame operations through the shim (``sparkmv.frames``, ``sparkmv.observations``) and the
-session conf swap (``config.session_conf``): each does what the PySpark call it replaces
-does, in one py4j round trip."""
+"""DataFrame operations through the shim (``sparkmv.frames``, ``sparkmv.observations``), the
+session conf swap (``config.session_conf``) and a statement's read of its conf
+(``config.statement_confs``): each does what the PySpark call it replaces does, in one py4j
+round trip."""
 
 from __future__ import annotations
 
@@ -11,7 +12,13 @@ from conftest import py4j_round_trips
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 from sparkmv import frames
-from sparkmv.config import session_conf
+from sparkmv.config import (
+    ANSI_CONF,
+    STORAGE_PATCH_MIN_ROWS,
+    conf_value,
+    session_conf,
+    statement_confs,
+)
 from sparkmv.delta.relation import TempViews
 from sparkmv.observations import observe
 
@@ -117,3 +124,29 @@ def test_session_conf_is_restored_set_or_unset(spark: SparkSession) -> None:
         assert spark.conf.get(other) == "before"
     finally:
         spark.conf.unset(other)
+
+
+def test_a_statement_reads_its_conf_once_and_a_set_counts_from_the_next(
+    spark: SparkSession,
+) -> None:
+    key, unset = STORAGE_PATCH_MIN_ROWS.key, "spark.sparkmv.test.unset"
+    ansi = spark.conf.get(ANSI_CONF)
+    spark.conf.set(key, "7")
+    try:
+        with statement_confs(spark):
+            assert STORAGE_PATCH_MIN_ROWS.count(spark) == 7  # the statement's one read
+            with py4j_round_trips(spark) as trips:
+                assert conf_value(spark, unset) is None
+                assert conf_value(spark, ANSI_CONF) == ansi
+                assert STORAGE_PATCH_MIN_ROWS.count(spark) == 7
+            assert trips.count == 0
+            spark.conf.set(key, "8")  # by the statement's own code: seen by the next one
+            assert STORAGE_PATCH_MIN_ROWS.count(spark) == 7
+            with statement_confs(spark):  # nested (a refresh ON COMMIT): the outer's read
+                assert STORAGE_PATCH_MIN_ROWS.count(spark) == 7
+        assert STORAGE_PATCH_MIN_ROWS.count(spark) == 8  # no statement: read now
+        with statement_confs(spark):
+            assert STORAGE_PATCH_MIN_ROWS.count(spark) == 8
+    finally:
+        spark.conf.unset(key)
+    assert STORAGE_PATCH_MIN_ROWS.count(spark) == STORAGE_PATCH_MIN_ROWS.default

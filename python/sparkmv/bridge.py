@@ -33,7 +33,7 @@ from sparkmv.capture.writes import WriteCapture
 from sparkmv.commands import view_entry_guard
 from sparkmv.commands.context import CommandContext
 from sparkmv.commands.on_commit import refresh_immediate_views
-from sparkmv.config import EXCEPTION_CLASS, PY4J_SOCKETS_CLASS
+from sparkmv.config import EXCEPTION_CLASS, PY4J_SOCKETS_CLASS, statement_confs
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.identifiers import TableName
 from sparkmv.jvm import helper
@@ -57,8 +57,9 @@ class Handler:
 
     def execute(self, kind: str, sql_text: str, session: Any) -> Any:
         try:
-            with running.call(), nested_call(self.spark):
-                rows = commands.execute(self.context_of(session), sql_text)
+            context = self.context_of(session)
+            with running.call(), nested_call(self.spark), statement_confs(context.spark):
+                rows = commands.execute(context, sql_text)
         except BaseException as error:
             return self.to_java_error(error, sql_text)
         return json.dumps([list(row) for row in rows])
@@ -76,7 +77,7 @@ class Handler:
     ) -> Any:
         name = TableName(table, database)
         try:
-            with running.call(), nested_call(self.spark):
+            with running.call(), nested_call(self.spark), statement_confs(self.spark):
                 if phase == "BEFORE":
                     return self.writes.before(name, detail)
                 if phase == "AFTER":
@@ -100,8 +101,8 @@ class Handler:
     ) -> Any:
         name = TableName(table, database)
         try:
-            with running.call(), nested_call(self.spark):
-                context = self.context_of(session)
+            context = self.context_of(session)
+            with running.call(), nested_call(self.spark), statement_confs(context.spark):
                 result = run_row_level_write(
                     context.tracking, kind, name, changes, unsupported, tuple(assigned)
                 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -190,17 +191,84 @@ STORAGE_BUCKETS_CONF = "spark.sparkmv.storage.buckets"
 refresh (unset or 0: sized from the base tables' bytes)."""
 
 
+SPARKMV_CONF_PREFIX = "spark.sparkmv."
+"""The prefix of every sparkmv session conf (``statement_confs`` reads them all at once)."""
+
+STATEMENT_SPARK_CONFS = (ANSI_CONF,)
+"""Spark's own confs a statement reads with its ``spark.sparkmv.*`` ones."""
+
+
+@dataclass
+class _StatementConfs:
+    """What ``statement_confs`` read of ``spark``'s conf; None until its first use."""
+
+    spark: SparkSession
+    values: dict[str, str | None] | None = None
+
+    def read(self) -> dict[str, str | None]:
+        if self.values is None:
+            from sparkmv.jvm import helper  # it imports PySpark, which this module does not
+
+            text = helper(self.spark, FRAME_BRIDGE_CLASS).confs(
+                self.spark._jsparkSession, SPARKMV_CONF_PREFIX, json.dumps(STATEMENT_SPARK_CONFS)
+            )
+            self.values = json.loads(str(text))
+        return self.values
+
+
+_statement_confs: ContextVar[_StatementConfs | None] = ContextVar(
+    "sparkmv_statement_confs", default=None
+)
+
+
+@contextmanager
+def statement_confs(spark: SparkSession) -> Iterator[None]:
+    """For the duration of one statement in ``spark``, ``conf_value`` answers from one read of
+    its conf, made at its first use: every ``spark.sparkmv.*`` key set and
+    ``STATEMENT_SPARK_CONFS``, in one py4j round trip instead of one per read (a refresh reads
+    about ten; a statement that reads none pays nothing). A ``SET`` takes effect at the next
+    statement, as Spark's own confs do; a statement nested in another (a refresh ON COMMIT
+    inside a write) reads its outer statement's. Per thread: another thread reads the
+    session's conf itself."""
+    if _statement_confs.get() is not None:
+        yield
+        return
+    token = _statement_confs.set(_StatementConfs(spark))
+    try:
+        yield
+    finally:
+        _statement_confs.reset(token)
+
+
+def conf_value(spark: SparkSession, key: str) -> str | None:
+    """``key``'s value in ``spark``'s session conf (None: unset), as the running statement read
+    it (``statement_confs``), else read now (one py4j round trip)."""
+    statement = _statement_confs.get()
+    snapshotted = key.startswith(SPARKMV_CONF_PREFIX) or key in STATEMENT_SPARK_CONFS
+    if statement is not None and statement.spark is spark and snapshotted:
+        return statement.read().get(key)
+    value = spark.conf.get(key, None)
+    return None if value is None else str(value)
+
+
+def conf_flag(spark: SparkSession, key: str, default: bool = True) -> bool:
+    """A true/false conf: anything but "false" (in any letter case) is true; unset is
+    ``default``."""
+    value = conf_value(spark, key)
+    return default if value is None else value.strip().lower() != "false"
+
+
 @dataclass(frozen=True)
 class Threshold:
     """A session conf that bounds how a refresh runs: its ``key``, its ``default`` (an int,
-    or a float for a share) and, in its docstring beside it, what it decides. Read at each
-    use (one py4j round trip), so a ``SET`` takes effect at the next statement."""
+    or a float for a share) and, in its docstring beside it, what it decides. Read as the
+    statement read its conf (``conf_value``), so a ``SET`` takes effect at the next one."""
 
     key: str
     default: float
 
     def value(self, spark: SparkSession) -> float:
-        text = spark.conf.get(self.key, "") or ""
+        text = conf_value(spark, self.key) or ""
         return float(text) if text else self.default
 
     def count(self, spark: SparkSession) -> int:

@@ -27,6 +27,7 @@ from conftest import (
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
+from sparkmv import fs
 
 SCHEMA = "k INT, v STRING, p INT"
 NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]  # shrinking Spark runs takes hours
@@ -175,6 +176,11 @@ def contents(spark: SparkSession) -> Counter[tuple[object, ...]]:
     return multiset(spark.table("t"))
 
 
+def log_files(spark: SparkSession, root: str) -> dict[str, list[str]]:
+    """What a change log holds, for a failure's message."""
+    return {part: fs.list_names(spark, f"{root}/{part}") for part in ("commits", "dependents")}
+
+
 @pytest.mark.parametrize("partitioned", [False, True], ids=["unpartitioned", "partitioned"])
 @settings(max_examples=spark_examples(4), phases=NO_SHRINK)
 @given(initial=rows, sequence=st.lists(writes, min_size=1, max_size=5))
@@ -195,7 +201,7 @@ def test_net_changes_of_every_write_kind_equal_snapshot_differences(
     for start in versions:
         for end in (v for v in versions if v >= start):
             reason = log.unreadable_reason(start, end)
-            assert not reason, (sequence, start, end, reason)
+            assert not reason, (sequence, start, end, reason, log_files(spark, log.root))
             expected = z_difference(states[end], states[start])
             assert zset_counter(log.net_changes(start, end)) == expected, (sequence, start, end)
     refreshed = spark.sql("REFRESH MATERIALIZED VIEW v").first()

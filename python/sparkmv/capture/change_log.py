@@ -241,9 +241,10 @@ class ChangeLog:
     def _listed_commits(self) -> list[str]:
         """The names in ``commits/`` (manifests and compaction markers), as listed after this
         process's last log write."""
-        if self._commit_names is None or self._commit_names[0] != _log_writes[0]:
+        writes = _log_writes[0]  # before the listing: a write during it lists again
+        if self._commit_names is None or self._commit_names[0] != writes:
             names = fs.list_names(self.spark, f"{self.root}/commits")
-            self._commit_names = (_log_writes[0], names)
+            self._commit_names = (writes, names)
         return self._commit_names[1]
 
     def _published_text(self, path: str) -> str:

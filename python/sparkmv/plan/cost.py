@@ -83,7 +83,7 @@ from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata
 from sparkmv.catalog.modes import RefreshMode
-from sparkmv.config import REFRESH_COST_BASED_CONF
+from sparkmv.config import REFRESH_COST_BASED_CONF, conf_flag
 from sparkmv.delta.join import changed_core, sub_join, terms_scans
 from sparkmv.delta.selection import selected_join
 
@@ -335,7 +335,7 @@ def steps_apart(root: Node, changed: set[str]) -> int:
 
 def cost_based(spark: SparkSession) -> bool:
     """Whether AUTO weighs the estimates (``REFRESH_COST_BASED_CONF``, default true)."""
-    return str(spark.conf.get(REFRESH_COST_BASED_CONF, "true")).strip().lower() != "false"
+    return conf_flag(spark, REFRESH_COST_BASED_CONF)
 
 
 def base_bytes(bases: Iterable[BaseTable]) -> int:

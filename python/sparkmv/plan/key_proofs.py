@@ -42,7 +42,7 @@ from pyspark.sql.types import (
 from sparkmv import fs
 from sparkmv.capture.change_log import ChangeLog, LogCommit
 from sparkmv.capture.tracking import BaseTable
-from sparkmv.config import KEY_PROOFS_CONF
+from sparkmv.config import KEY_PROOFS_CONF, conf_flag
 from sparkmv.delta.engine import KeyedColumns
 from sparkmv.plan.refresh_plan import ChangedTable
 
@@ -104,7 +104,7 @@ class FooterKeyProof:
     @property
     def enabled(self) -> bool:
         if self._enabled is None:
-            self._enabled = self.spark.conf.get(KEY_PROOFS_CONF, "true") != "false"
+            self._enabled = conf_flag(self.spark, KEY_PROOFS_CONF)
         return self._enabled
 
     def _changed(self, table: str) -> _ChangedFiles | None:

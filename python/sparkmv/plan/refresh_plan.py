@@ -43,7 +43,12 @@ from sparkmv.analyze.relational import read_columns
 from sparkmv.capture.tracking import BaseTable, schemas
 from sparkmv.catalog.metadata import PLAIN, MvMetadata, StorageLayout
 from sparkmv.catalog.modes import RefreshMode, RefreshPolicy
-from sparkmv.config import STORAGE_BUCKET_BYTES, STORAGE_BUCKETS_CONF, STORAGE_MAX_BUCKETS
+from sparkmv.config import (
+    STORAGE_BUCKET_BYTES,
+    STORAGE_BUCKETS_CONF,
+    STORAGE_MAX_BUCKETS,
+    conf_value,
+)
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.identifiers import TableName
 from sparkmv.plan.aggregate_view import aggregate_view
@@ -323,7 +328,7 @@ def bucket_count(spark: SparkSession, bases: list[BaseTable]) -> int:
     """The hash buckets a full refresh lays a maintainable view out in: ``STORAGE_BUCKETS_CONF``
     when set, else sized from the base tables' bytes (``STORAGE_BUCKET_BYTES`` each, at most
     ``STORAGE_MAX_BUCKETS``)."""
-    configured = int(spark.conf.get(STORAGE_BUCKETS_CONF, "0") or "0")
+    configured = int(conf_value(spark, STORAGE_BUCKETS_CONF) or "0")
     if configured > 0:
         return configured
     sized = math.ceil(base_bytes(bases) / STORAGE_BUCKET_BYTES.count(spark))

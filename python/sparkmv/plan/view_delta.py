@@ -35,7 +35,7 @@ from sparkmv.analyze.relational import (
 )
 from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.catalog.views import ViewCatalog
-from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF
+from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF, conf_flag, conf_value
 from sparkmv.delta.aggregate import distinct_arguments
 from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows, Version, sql_expression
 from sparkmv.delta.relation import Relation, consolidated_sql, renamed_sql
@@ -111,7 +111,7 @@ def schemas_key(
     remembers the key its check passed for, so a refresh with the same key needs neither
     the check nor Spark's analysis of the query."""
     facts = [
-        spark.conf.get(ANSI_CONF, "true"),
+        conf_value(spark, ANSI_CONF) or "true",
         query,
         database,
         sorted((table, schema.json()) for table, schema in schemas.items()),
@@ -200,7 +200,7 @@ def delta_terms(maintained: Maintainability, engine: DeltaEngine) -> str:
 
 
 def filters_enabled(spark: SparkSession) -> bool:
-    return spark.conf.get(IRRELEVANCE_FILTERS_CONF, "true") != "false"
+    return conf_flag(spark, IRRELEVANCE_FILTERS_CONF)
 
 
 def irrelevance_screens(
@@ -254,7 +254,7 @@ def _screens(
     if maintained.root is None or not filters_enabled(spark):
         return {}
     # Without ANSI mode integer arithmetic wraps around, and ``x + 1 < y`` is not linear.
-    ansi = spark.conf.get(ANSI_CONF, "true") == "true"
+    ansi = (conf_value(spark, ANSI_CONF) or "true") == "true"
     return irrelevance_filters(maintained.root, leaf_types, exact_arithmetic=ansi)
 
 

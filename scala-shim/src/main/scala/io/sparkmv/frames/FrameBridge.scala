@@ -138,6 +138,18 @@ object FrameBridge {
     json.writeValueAsString(previous)
   }
 
+  /**
+   * The session confs set under `prefix`, and the value of each key of the JSON list
+   * `keysJson` (its default when unset; null when it has none), as a JSON object: what a
+   * statement reads of its conf, in one round trip.
+   */
+  def confs(spark: SparkSession, prefix: String, keysJson: String): String = {
+    val values = new java.util.LinkedHashMap[String, String]()
+    for ((key, value) <- spark.conf.getAll if key.startsWith(prefix)) values.put(key, value)
+    for (key <- strings(keysJson)) values.put(key, spark.conf.getOption(key).orNull)
+    json.writeValueAsString(values)
+  }
+
   private def structType(schemaJson: String): StructType =
     DataType.fromJson(schemaJson).asInstanceOf[StructType]
 
