@@ -17,7 +17,7 @@ shim_jar = python/sparkmv/jars/spark-$(call spark_line,$(1))/sparkmv-shim.jar
 JAR := $(call shim_jar,$(PYSPARK))
 SHIM_SOURCES := $(shell find scala-shim -name '*.scala')
 
-.PHONY: demo test test-full test-spark42 test-spark41 sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-formats bench-refresh bench-irrelevance bench-key-proofs bench-recursive bench-tpch bench-join-floor bench-crossover clean
+.PHONY: demo test test-full test-spark42 test-spark41 sqllogictest sqllogictest-part sqllogictest-ledger differential-part differential-ledger pg-ivm golden golden-formats lint jar bench bench-capture bench-on-commit bench-fixed-cost bench-formats bench-refresh bench-irrelevance bench-key-proofs bench-recursive bench-tpch bench-join-floor bench-crossover clean
 
 demo: $(INSTALLED) $(JAR)
 	$(PY) examples/demo.py
@@ -117,6 +117,13 @@ pg-ivm: $(INSTALLED) $(JAR)
 # Regenerate sql-tests/results/*.sql.out (review the diff before committing).
 golden: $(INSTALLED) $(JAR)
 	SPARKMV_GENERATE_GOLDEN_FILES=1 $(PY) -m pytest tests/test_golden_sql.py
+
+# The table formats' golden files (sql-tests/inputs/formats/), on their Spark lines.
+golden-formats: $(JAR_42) $(JAR_41) $(DELTA_JARS)/.resolved $(ICEBERG_JARS)/.resolved
+	SPARKMV_GENERATE_GOLDEN_FILES=1 SPARKMV_DELTA_JARS=$(DELTA_JARS) $(VENV_42)/bin/python \
+		-m pytest $(DELTA_TESTS) -k golden
+	SPARKMV_GENERATE_GOLDEN_FILES=1 SPARKMV_ICEBERG_JARS=$(ICEBERG_JARS) $(VENV_41)/bin/python \
+		-m pytest $(ICEBERG_TESTS) -k golden
 
 lint: $(INSTALLED)
 	$(VENV)/bin/ruff check python tests bench examples

@@ -53,6 +53,8 @@ characters, so that how much of it shows depends on the length of the warehouse 
 CACHED_BYTES = re.compile(r": \d+(?:\.\d+)? (?:B|KiB|MiB|GiB|TiB)(?=;|\t|$)", re.M)
 """The bytes a cached input's blocks take (DESCRIBE EXTENDED's ``Cached Inputs``)."""
 SNAPSHOT_NAME = re.compile(r"snapshot-\d+-[0-9a-f]+")
+ICEBERG_SNAPSHOT_ID = re.compile(r"(?<=\bsnapshot )-?\d{10,}")
+"""An Iceberg snapshot's id, which is random."""
 FILE_URI = re.compile(r"file:/[^\s,;\]\)\}'\"`]*")
 EXPRESSION_ID = re.compile(r"#\d+")
 PLAN_ID = re.compile(r"plan_id=\d+")
@@ -209,6 +211,7 @@ def normaliser(spark: SparkSession) -> Callable[[str], str]:
         text = FILE_URI.sub("[path]", text)
         text = FILE_INDEX.sub(r"\1[[location]]", text)
         text = SNAPSHOT_NAME.sub("snapshot-[id]", text)
+        text = ICEBERG_SNAPSHOT_ID.sub("[id]", text)
         text = TIMESTAMP.sub("[timestamp]", text)
         text = EXPRESSION_ID.sub("#x", text)
         text = CACHED_BYTES.sub(": [size]", text)
@@ -268,7 +271,9 @@ def golden_text(spark: SparkSession, input_file: Path) -> str:
 
 
 def result_file(input_file: Path) -> Path:
-    return RESULTS / f"{input_file.name}.out"
+    """``sql-tests/results/`` mirrors ``sql-tests/inputs/`` (``formats/`` for the table-format
+    files, which the suites of ``make test-formats`` run)."""
+    return RESULTS / f"{input_file.relative_to(INPUTS)}.out"
 
 
 def golden_diff(expected: str, actual: str, path: Path) -> str:
@@ -283,6 +288,12 @@ def golden_diff(expected: str, actual: str, path: Path) -> str:
 
 @pytest.mark.parametrize("input_file", input_files(), ids=lambda path: path.stem)
 def test_golden_sql(spark: SparkSession, input_file: Path) -> None:
+    check_golden(spark, input_file)
+
+
+def check_golden(spark: SparkSession, input_file: Path) -> None:
+    """Run ``input_file`` and compare its output with its result file (or write that, when
+    regenerating)."""
     actual = golden_text(spark, input_file)
     expected_file = result_file(input_file)
     if os.environ.get(GENERATE_ENV) == "1":

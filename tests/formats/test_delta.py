@@ -44,6 +44,7 @@ from hypothesis import example, given, settings
 from pyspark.sql import SparkSession
 from sparkmv.capture import delta_source
 from sparkmv.config import DELTA_LOG_FILES_READ
+from test_golden_sql import INPUTS, check_golden
 
 pytestmark = [requires_delta, pytest.mark.usefixtures("always_incremental")]
 
@@ -189,3 +190,9 @@ def test_more_commits_than_the_driver_reads_are_checked_by_the_history(
         assert mode == "FULL" and "VACUUM" in reason, reason
         spark.sql("INSERT INTO r VALUES (4)")
         assert refresh_checked(spark, "v") == ("INCREMENTAL", MAINTAINABLE)
+
+
+def test_golden_full_refreshes_and_their_reasons(spark: SparkSession) -> None:
+    """``sql-tests/inputs/formats/delta_full_reasons.sql``: every case above in one golden
+    file, as a user sees it (``make golden-formats`` regenerates it)."""
+    check_golden(spark, INPUTS / "formats" / "delta_full_reasons.sql")

@@ -36,6 +36,7 @@ from hypothesis import example, given, settings
 from iceberg_tables import CATALOG, catalog_conf, jars, requires_iceberg
 from pyspark.sql import SparkSession
 from sparkmv.capture import iceberg_source
+from test_golden_sql import INPUTS, check_golden
 
 pytestmark = [requires_iceberg, pytest.mark.usefixtures("always_incremental")]
 COPY_ON_WRITE = iceberg_source.COPY_ON_WRITE_PROPERTIES
@@ -195,3 +196,10 @@ def test_a_format_version_1_table_refreshes_fully(spark: SparkSession, db: str) 
 
 def test_snapshot_summaries_size_the_table_for_auto(spark: SparkSession, db: str) -> None:
     auto_weighs_the_formats_sizes(spark, f"{CATALOG}.{db}.r", "USING iceberg")
+
+
+def test_golden_full_refreshes_and_their_reasons(spark: SparkSession) -> None:
+    """``sql-tests/inputs/formats/iceberg_full_reasons.sql``: the cases above in one golden
+    file, as a user sees it (``make golden-formats`` regenerates it). A rollback is left to
+    its test: its snapshot id is random."""
+    check_golden(spark, INPUTS / "formats" / "iceberg_full_reasons.sql")
