@@ -5,12 +5,15 @@ the views stay exact either way. (Every write kind against the snapshot oracle:
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from typing import Any
 
 import pytest
 from conftest import assert_view_matches_query, change_log_of, table_properties, zset_counter
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
+from sparkmv import fs
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.catalog import properties as keys
 
@@ -115,3 +118,52 @@ def test_a_failed_write_logs_nothing(spark: SparkSession, db: str) -> None:
     assert log.current_version() == 1
     spark.sql("INSERT INTO t VALUES ('y', 2)")
     assert changes(log, 1, 2) == Counter({("y", 2): 1})
+
+
+def test_retiring_an_overwrites_links_never_removes_another_tables_log(
+    spark: SparkSession, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An overwrite retires the links it kept in its table's log, and the compaction that
+    deletes them runs in the background: here after the table's last view was dropped (its
+    log with it: the warehouse holds no log file then) and while another table's tracking
+    begins. Only the copy-on-write version directories the removal empties may go with the
+    links, never a directory of logs (``delete_retired``) that another log is created in."""
+    spark.sql("CREATE TABLE a (k INT) USING parquet")
+    spark.sql("INSERT INTO a VALUES (1)")
+    spark.sql("CREATE MATERIALIZED VIEW va AS SELECT k FROM a")
+    spark.sql("INSERT OVERWRITE a VALUES (2)")  # retires the link it kept of the old file
+    start, looked, finish = threading.Event(), threading.Event(), threading.Event()
+    delete_compacted, has_files = ChangeLog._delete_compacted, fs.has_files
+
+    def late_removal(log: ChangeLog, *args: Any) -> None:
+        start.wait()
+        try:
+            delete_compacted(log, *args)
+        finally:
+            looked.set()
+
+    def slow_look(spark: SparkSession, directory: str) -> bool:
+        found = has_files(spark, directory)  # the warehouse holds no log file now
+        looked.set()
+        finish.wait()  # the other table's log is created meanwhile
+        return found
+
+    monkeypatch.setattr(ChangeLog, "_delete_compacted", late_removal)
+    monkeypatch.setattr(fs, "has_files", slow_look)
+    try:
+        spark.sql("REFRESH MATERIALIZED VIEW va")  # compacts; its removal waits for start
+        spark.sql("DROP MATERIALIZED VIEW va")
+        start.set()
+        assert looked.wait(60)
+        spark.sql("CREATE TABLE b (k INT) USING parquet")
+        spark.sql("INSERT INTO b VALUES (1)")
+        spark.sql("CREATE MATERIALIZED VIEW vb AS SELECT k FROM b")
+    finally:
+        start.set()
+        finish.set()
+    fs.wait_for_removals()
+    assert change_log_of(spark, "b").current_version() == 1  # its START
+    spark.sql("INSERT INTO b VALUES (2)")
+    refreshed = spark.sql("REFRESH MATERIALIZED VIEW vb").first()
+    assert refreshed is not None and refreshed.mode == "INCREMENTAL", refreshed
+    assert_view_matches_query(spark, "vb")

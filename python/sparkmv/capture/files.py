@@ -10,6 +10,7 @@ the digest of the current files then differs from the one the log expects.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,12 @@ DEFAULT_PARTITION_NAME = "__HIVE_DEFAULT_PARTITION__"
 VERSION_DIR_PREFIX = "_sparkmv_"
 """Copy-on-write writes each statement's data units into ``<table root>/_sparkmv_<id>``
 (hidden from Spark's listings of the root, so old and new versions can sit side by side)."""
+
+VERSION_DIR_NAME = re.compile(re.escape(VERSION_DIR_PREFIX) + "[0-9a-f]+")
+"""A version directory's whole name: the prefix and its statement's id (hex). Other names
+with the prefix are not version directories: a statement's staging and empty directories,
+its record of retired files, and the warehouse's directories of change logs and refresh
+histories (``_sparkmv_logs``, ``_sparkmv_history``)."""
 
 
 def partition_spec(values: Mapping[str, str | None] | None) -> PartitionSpec:
@@ -66,7 +73,22 @@ def _escape(value: str | None) -> str:
 def unit_base(location: str) -> str:
     """An unpartitioned table's root: its location before any copy-on-write."""
     parent, _, name = location.rstrip("/").rpartition("/")
-    return parent if name.startswith(VERSION_DIR_PREFIX) else location.rstrip("/")
+    return parent if VERSION_DIR_NAME.fullmatch(name) else location.rstrip("/")
+
+
+def version_dir_of(path: str) -> str | None:
+    """The version directory that data file ``path`` is in, directly or below its partition
+    directories (``column=value``); None for a file outside one (of a table never written
+    copy-on-write, or a link a change log keeps)."""
+    directory = path.rpartition("/")[0]
+    while directory:
+        parent, _, name = directory.rpartition("/")
+        if VERSION_DIR_NAME.fullmatch(name):
+            return directory
+        if "=" not in name:
+            return None
+        directory = parent
+    return None
 
 
 @dataclass(frozen=True)
@@ -163,16 +185,12 @@ def table_files_from_listing(units: list[list[Any]]) -> TableFiles:
 
 def delete_retired(spark: SparkSession, paths: Iterable[str]) -> None:
     """Delete data files no version of the table uses any more, and the copy-on-write
-    version directories they leave without files."""
+    version directories they leave without files (``version_dir_of``: never a directory
+    above them that other writers share, such as the warehouse's directory of change logs,
+    which another log may be created in between the look and the removal)."""
     paths = list(paths)
     fs.remove_all(spark, paths)
-    version_dirs = set()
-    for path in paths:
-        parts = path.split("/")
-        for depth in range(len(parts) - 1, 0, -1):
-            if parts[depth - 1].startswith(VERSION_DIR_PREFIX):
-                version_dirs.add("/".join(parts[:depth]))
-                break
+    version_dirs = {directory for directory in map(version_dir_of, paths) if directory}
     for directory in version_dirs:
         if not fs.has_files(spark, directory):
             fs.remove(spark, directory)
