@@ -251,6 +251,11 @@ def conf_value(spark: SparkSession, key: str) -> str | None:
     return None if value is None else str(value)
 
 
+def ansi_mode(spark: SparkSession) -> str:
+    """``ANSI_CONF`` as the statement reads it: "true" (Spark's default) or "false"."""
+    return conf_value(spark, ANSI_CONF) or "true"
+
+
 def conf_flag(spark: SparkSession, key: str, default: bool = True) -> bool:
     """A true/false conf: anything but "false" (in any letter case) is true; unset is
     ``default``."""

@@ -45,7 +45,7 @@ from sqlglot import exp
 
 from sparkmv import frames
 from sparkmv.analyze.relational import Aggregate, AggregateCall, NotMaintainableError
-from sparkmv.config import ANSI_CONF
+from sparkmv.config import ansi_mode
 from sparkmv.delta.engine import DeltaEngine, DeltaRule, Version, sql_expression
 from sparkmv.delta.relation import WEIGHT_SQL, Relation, consolidated_from
 from sparkmv.errors import ErrorClass, SparkMvError
@@ -163,7 +163,7 @@ def result_types(node: Aggregate, child: DataFrame) -> ResultTypes:
     One probe, analyzed once: a struct of the calls, of each ``SUM``/``AVG`` argument and its
     ``SUM``, and of each distinct argument (``first(x)`` has ``x``'s type)."""
     probe = child.agg(F.expr(_types_probe(node))).schema.fields[0].dataType
-    ansi = child.sparkSession.conf.get(ANSI_CONF, "true") == "true"
+    ansi = ansi_mode(child.sparkSession) == "true"
     return _types_found(node, probe, ansi)
 
 
@@ -177,7 +177,7 @@ def result_types_in(node: Aggregate, engine: DeltaEngine) -> ResultTypes:
         spark = engine.views.spark
         child = engine.value(node.child, Version.NEW).subquery("t")
         probe = frames.schema(frames.sql(spark, f"SELECT {_types_probe(node)} FROM {child}"))
-        ansi = spark.conf.get(ANSI_CONF, "true") == "true"
+        ansi = ansi_mode(spark) == "true"
         found = _types_found(node, probe.fields[0].dataType, ansi)
         engine.derived[key] = found
     return found

@@ -33,7 +33,7 @@ from sqlglot import exp
 
 from sparkmv import frames
 from sparkmv.analyze.relational import Aggregate, Filter, Node, Project, Scan
-from sparkmv.config import ANSI_CONF, conf_value
+from sparkmv.config import ansi_mode
 from sparkmv.delta import aggregate as agg
 from sparkmv.delta.engine import DeltaEngine, Version, sql_expression
 from sparkmv.identifiers import quote_identifier as q
@@ -192,7 +192,7 @@ class AggregateView:
             return compiled.result_types
         if engine not in self._types:
             child = _frame(engine, engine.value(self.aggregate.child, Version.NEW).sql)
-            ansi = conf_value(engine.views.spark, ANSI_CONF) or "true"
+            ansi = ansi_mode(engine.views.spark)
             calls = tuple(call.sql() for call in self.aggregate.calls)
             key = (calls, frames.schema(child).json(), ansi)
             found = _RESULT_TYPES.get(key)

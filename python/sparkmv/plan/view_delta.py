@@ -35,7 +35,7 @@ from sparkmv.analyze.relational import (
 )
 from sparkmv.catalog.metadata import StorageLayout
 from sparkmv.catalog.views import ViewCatalog
-from sparkmv.config import ANSI_CONF, IRRELEVANCE_FILTERS_CONF, conf_flag, conf_value
+from sparkmv.config import IRRELEVANCE_FILTERS_CONF, ansi_mode, conf_flag
 from sparkmv.delta.aggregate import distinct_arguments
 from sparkmv.delta.engine import BaseState, DeltaEngine, LazyRows, Version, sql_expression
 from sparkmv.delta.relation import Relation, consolidated_sql, renamed_sql
@@ -111,7 +111,7 @@ def schemas_key(
     remembers the key its check passed for, so a refresh with the same key needs neither
     the check nor Spark's analysis of the query."""
     facts = [
-        conf_value(spark, ANSI_CONF) or "true",
+        ansi_mode(spark),
         query,
         database,
         sorted((table, schema.json()) for table, schema in schemas.items()),
@@ -254,7 +254,7 @@ def _screens(
     if maintained.root is None or not filters_enabled(spark):
         return {}
     # Without ANSI mode integer arithmetic wraps around, and ``x + 1 < y`` is not linear.
-    ansi = (conf_value(spark, ANSI_CONF) or "true") == "true"
+    ansi = ansi_mode(spark) == "true"
     return irrelevance_filters(maintained.root, leaf_types, exact_arithmetic=ansi)
 
 
