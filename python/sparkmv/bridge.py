@@ -28,7 +28,7 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 from sparkmv import commands
-from sparkmv.capture.row_level import run_row_level_write
+from sparkmv.capture.row_level import cleared_keys_of, run_row_level_write
 from sparkmv.capture.writes import WriteCapture
 from sparkmv.commands import view_entry_guard
 from sparkmv.commands.context import CommandContext
@@ -97,6 +97,7 @@ class Handler:
         changes: Any,
         unsupported: str,
         assigned: Any,
+        cleared_keys: str,
         session: Any,
     ) -> Any:
         name = TableName(table, database)
@@ -104,7 +105,13 @@ class Handler:
             context = self.context_of(session)
             with running.call(), nested_call(self.spark), statement_confs(context.spark):
                 result = run_row_level_write(
-                    context.tracking, kind, name, changes, unsupported, tuple(assigned)
+                    context.tracking,
+                    kind,
+                    name,
+                    changes,
+                    unsupported,
+                    tuple(assigned),
+                    cleared_keys_of(context.spark, cleared_keys),
                 )
                 refresh_immediate_views(context, name, result.immediate)
         except BaseException as error:

@@ -281,6 +281,12 @@ class Threshold:
         return int(self.value(spark))
 
 
+CAPTURE_CLEARED_KEYS_MAX_VALUES = Threshold("spark.sparkmv.capture.clearedKeysMaxValues", 100_000)
+"""A ``DELETE`` whose condition compares one integer or date column with at most this many
+constants (``k IN (…)``) logs them with its commit: after it no row holds one of those keys,
+a proof a join term uses to read its other input from its own change
+(``plan/key_proofs.py``); with more, or 0, nothing is logged."""
+
 HOT_INPUT_MAX_BYTES = Threshold("spark.sparkmv.refresh.hotInputMaxBytes", 256 * 1024 * 1024)
 """An unchanged base table that an incremental refresh reads, whose files hold at most this
 many bytes, is kept in Spark's cache (executor memory, spilling to disk) for the next

@@ -78,6 +78,26 @@ class FileRef:
 
 
 @dataclass(frozen=True)
+class ClearedKeys:
+    """What a ``DELETE``'s own condition (one column compared with constants) proves about its
+    table (``ClearedKeys.scala``): after the commit no row holds one of ``values`` in
+    ``column``, and every row the commit deleted held one. Metadata of the statement, kept
+    with its commit for the join-term proofs (``plan/key_proofs.py``)."""
+
+    column: str
+    values: frozenset[int]  # a date as its day number
+
+    def to_json(self) -> dict[str, object]:
+        return {"column": self.column, "values": sorted(self.values)}
+
+    @classmethod
+    def from_json(cls, value: dict[str, object]) -> ClearedKeys:
+        column, values = value["column"], value["values"]
+        assert isinstance(column, str) and isinstance(values, list)
+        return cls(column, frozenset(int(v) for v in values))
+
+
+@dataclass(frozen=True)
 class LogCommit:
     """One committed write: what it inserted and deleted, and the table's files after it."""
 
@@ -96,6 +116,7 @@ class LogCommit:
     file_count: int = 0
     metrics: dict[str, int] = field(default_factory=dict)
     assigned_columns: tuple[str, ...] | None = None  # an UPDATE's assigned columns
+    cleared_keys: ClearedKeys | None = None  # what a DELETE's condition proves
 
     def ignorable_by(self, read: set[str] | None) -> bool:
         """Whether a reader of only the columns ``read`` (None: all) can skip this write: an
@@ -109,6 +130,8 @@ class LogCommit:
         values = asdict(self)
         values["inserted_files"] = [ref.to_json() for ref in self.inserted_files]
         values["deleted_files"] = [ref.to_json() for ref in self.deleted_files]
+        if self.cleared_keys is not None:
+            values["cleared_keys"] = self.cleared_keys.to_json()
         return json.dumps(values, sort_keys=True)
 
     @classmethod
@@ -119,6 +142,8 @@ class LogCommit:
         values["retired_files"] = tuple(values.get("retired_files", ()))
         if values.get("assigned_columns") is not None:
             values["assigned_columns"] = tuple(values["assigned_columns"])
+        if values.get("cleared_keys") is not None:
+            values["cleared_keys"] = ClearedKeys.from_json(values["cleared_keys"])
         return cls(**values)
 
 

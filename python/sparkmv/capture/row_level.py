@@ -36,12 +36,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from sparkmv import fs
 from sparkmv.capture import table_locks
-from sparkmv.capture.change_log import ChangeLog, FileRef
+from sparkmv.capture.change_log import ChangeLog, ClearedKeys, FileRef
 from sparkmv.capture.files import (
     DEFAULT_PARTITION_NAME,
     VERSION_DIR_PREFIX,
@@ -56,6 +56,7 @@ from sparkmv.capture.files import (
 )
 from sparkmv.capture.tracking import Tracking, immediate_views
 from sparkmv.catalog.views import CatalogEntry
+from sparkmv.config import CAPTURE_CLEARED_KEYS_MAX_VALUES
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.faults import checkpoint
 from sparkmv.identifiers import TableName
@@ -142,9 +143,10 @@ def run_row_level_write(
     frame: Any,
     unsupported: str,
     assigned: tuple[str, ...] = (),
+    cleared_keys: ClearedKeys | None = None,
 ) -> RowLevelResult:
     """Runs the statement; its ``RowLevelResult``. ``assigned``: the columns an UPDATE
-    assigns."""
+    assigns; ``cleared_keys``: what a DELETE's condition proves (logged with the commit)."""
     if unsupported:
         raise SparkMvError(
             ErrorClass.ROW_LEVEL_WRITE_NOT_SUPPORTED,
@@ -153,11 +155,25 @@ def run_row_level_write(
             reason=unsupported,
         )
     with table_locks.holding([table]):
-        return _run_locked(tracking, kind, table, frame, assigned)
+        return _run_locked(tracking, kind, table, frame, assigned, cleared_keys)
+
+
+def cleared_keys_of(spark: SparkSession, text: str) -> ClearedKeys | None:
+    """The shim's ``ClearedKeys`` JSON ("" for none) as logged: None beyond
+    ``CAPTURE_CLEARED_KEYS_MAX_VALUES`` values, which a manifest would carry to every reader."""
+    if not text:
+        return None
+    keys = ClearedKeys.from_json(json.loads(text))
+    return keys if len(keys.values) <= CAPTURE_CLEARED_KEYS_MAX_VALUES.count(spark) else None
 
 
 def _run_locked(
-    tracking: Tracking, kind: str, table: TableName, frame: Any, assigned: tuple[str, ...]
+    tracking: Tracking,
+    kind: str,
+    table: TableName,
+    frame: Any,
+    assigned: tuple[str, ...],
+    cleared_keys: ClearedKeys | None,
 ) -> RowLevelResult:
     """``run_row_level_write`` under the table's lock (``capture/table_locks.py``)."""
     changes = RowChanges(DataFrame(frame, tracking.spark))
@@ -174,6 +190,7 @@ def _run_locked(
     if summary.affected_files or summary.counts[INSERT]:
         write = CopyOnWrite(tracking, kind, table, entry, log, before, changes, summary)
         write.assigned = assigned if kind == UPDATE_STATEMENT else None
+        write.cleared_keys = cleared_keys
         write.run()
         immediate = immediate_views(log) if log is not None else []
     return RowLevelResult(summary.result if kind == MERGE else summary.result[:1], immediate)
@@ -228,6 +245,7 @@ class CopyOnWrite:
         self.changes = changes
         self.summary = summary
         self.assigned: tuple[str, ...] | None = None  # an UPDATE's assigned columns
+        self.cleared_keys: ClearedKeys | None = None  # what a DELETE's condition proves
         assert entry.location is not None
         # An unpartitioned table's location may be a version directory: work beside it.
         self.root = unit_base(fs.qualified(self.spark, entry.location))
@@ -269,6 +287,7 @@ class CopyOnWrite:
             ),
             metrics=dict(self.summary.counts),
             assigned_columns=self.assigned,
+            cleared_keys=self.cleared_keys,
         )
         empty = f"{self.root}/{VERSION_DIR_PREFIX}empty-{uuid.uuid4().hex}"
         abandoned = [self.version_dir, self.staging, empty, self.old_rows]

@@ -28,7 +28,7 @@ from sparkmv.parse.statements import (
     ShowStatement,
 )
 from sparkmv.plan.aggregate_view import aggregate_view
-from sparkmv.plan.key_proofs import FooterKeyProof
+from sparkmv.plan.key_proofs import MetadataKeyProof
 from sparkmv.plan.refresh_plan import change_source, plan_refresh
 from sparkmv.plan.view_delta import delta_terms, filters_enabled, stored_change
 
@@ -101,7 +101,9 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
     fixpoints = stored_fixpoints(
         context.spark, view.snapshot, query_hash(view.query, view.query_database), maintained.root
     )
-    with refresh.screened_engine(context.spark, query, bases, plan.changed) as engine:
+    with refresh.screened_engine(
+        context.spark, query, bases, plan.changed, plan.key_proof
+    ) as engine:
         if fixpoints is not None:
             engine.fixpoints.stored.update(fixpoints.stored)
         lines.extend(_irrelevance_filters(context.spark, maintained, engine))
@@ -144,7 +146,7 @@ def _explain_refresh(context: CommandContext, statement: RefreshStatement, mode:
 def proofs_used(engine: DeltaEngine) -> list[str]:
     """The proofs behind the terms' ``Δ⁺X`` / ``Δ⁻X`` (``plan/key_proofs.py``), one line each."""
     proof = engine.proofs
-    return list(proof.proven) if isinstance(proof, FooterKeyProof) else []
+    return list(proof.proven) if isinstance(proof, MetadataKeyProof) else []
 
 
 def _irrelevance_filters(

@@ -57,12 +57,13 @@ from sparkmv.plan.aggregate_view import (
     sums_its_change,
 )
 from sparkmv.plan.cost import table_bytes
-from sparkmv.plan.key_proofs import footer_key_proof
+from sparkmv.plan.key_proofs import MetadataKeyProof, metadata_key_proof
 from sparkmv.plan.refresh_plan import (
     ChangedTable,
     RefreshPlan,
     ViewQuery,
     bucket_count,
+    consumed_versions,
     plan_refresh,
     storage_layout,
 )
@@ -212,9 +213,9 @@ def refresh_incrementally(
     if fixpoints.stored:  # the recursion reads the changes through checkpoints, which
         # deliver no observed metrics: the skipped rows are not counted
         skipped = SkippedRows({}, {})
-        engine = screened_engine(spark, plan.query, bases, plan.changed)
+        engine = screened_engine(spark, plan.query, bases, plan.changed, plan.key_proof)
     else:
-        skipped, engine = observed_engine(spark, plan.query, bases, plan.changed)
+        skipped, engine = observed_engine(spark, plan.query, bases, plan.changed, plan.key_proof)
     engine.fixpoints.stored.update(fixpoints.stored)
     engine.fixpoints.paths.update(fixpoints.paths)
     state = fixpoint_writer(engine, maintained.root, query, f"REFRESH {consumed.name}")
@@ -281,12 +282,14 @@ def base_states(
     changed: Sequence[ChangedTable],
     root: Node | None = None,
     consolidated: bool = True,
+    proof: MetadataKeyProof | None = None,
 ) -> DeltaEngine:
     """The delta engine over the base tables as this refresh reads them, with the net
     changes of the ``changed`` ones since the view's last refresh (the columns ``root``
     never reads NULL in them), and the unchanged ones read through Spark's cache
     (``apply/hot_inputs.py``). Not ``consolidated``: their logged rows only, no change yet
-    (the engine sees no table changed)."""
+    (the engine sees no table changed). ``proof``: the plan's join-term proofs, made anew
+    when None."""
     consumed = {table.name: table for table in changed}
     sizes = table_bytes(bases)
     single_task = CHANGE_SINGLE_TASK_BYTES.count(spark) if changed else 0
@@ -315,7 +318,9 @@ def base_states(
             state = BaseState(state.rows, None, logged, read, as_logged, size)
             state = state.netted() if consolidated else state
         states[base.name] = state
-    return delta_engine(spark, states, footer_key_proof(spark, bases, changed))
+    if proof is None:
+        proof = metadata_key_proof(spark, bases, consumed_versions(changed))
+    return delta_engine(spark, states, proof)
 
 
 def screened_engine(
@@ -323,10 +328,12 @@ def screened_engine(
     query: ViewQuery,
     bases: list[BaseTable],
     changed: Sequence[ChangedTable],
+    proof: MetadataKeyProof | None = None,
 ) -> DeltaEngine:
     """The delta engine of an incremental refresh: the base tables with the changes of the
-    ``changed`` ones, each scan's change screened by its irrelevance filter."""
-    return _screened(spark, query, bases, changed, observe=False)[1]
+    ``changed`` ones, each scan's change screened by its irrelevance filter; ``proof``: the
+    plan's join-term proofs (``base_states``)."""
+    return _screened(spark, query, bases, changed, proof, observe=False)[1]
 
 
 def observed_engine(
@@ -334,10 +341,11 @@ def observed_engine(
     query: ViewQuery,
     bases: list[BaseTable],
     changed: Sequence[ChangedTable],
+    proof: MetadataKeyProof | None = None,
 ) -> tuple[SkippedRows, DeltaEngine]:
     """``screened_engine``, with the logged rows of each screened table observed: the
     refresh's first job counts the rows no screen keeps (``SkippedRows``)."""
-    return _screened(spark, query, bases, changed, observe=True)
+    return _screened(spark, query, bases, changed, proof, observe=True)
 
 
 def _screened(
@@ -345,13 +353,14 @@ def _screened(
     query: ViewQuery,
     bases: list[BaseTable],
     changed: Sequence[ChangedTable],
+    proof: MetadataKeyProof | None,
     observe: bool,
 ) -> tuple[SkippedRows, DeltaEngine]:
     """``screened_engine`` (with ``observe``, ``observed_engine``). The screens need the
     tables' rows only, so each changed table's net change is made once, after them, from
     its logged rows as observed."""
     maintained = query.maintainability
-    logged = base_states(spark, bases, changed, maintained.root, consolidated=False)
+    logged = base_states(spark, bases, changed, maintained.root, consolidated=False, proof=proof)
     screens = irrelevance_screens(maintained, logged, spark, schemas(bases))
     engine = logged.screened(screens)
     skipped = SkippedRows({}, {})

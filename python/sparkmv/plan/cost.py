@@ -84,7 +84,8 @@ from sparkmv.capture.tracking import BaseTable
 from sparkmv.catalog.metadata import ModeHistory, MvMetadata
 from sparkmv.catalog.modes import RefreshMode
 from sparkmv.config import REFRESH_COST_BASED_CONF, conf_flag
-from sparkmv.delta.join import changed_core, sub_join, terms_scans
+from sparkmv.delta.engine import KeyProof
+from sparkmv.delta.join import changed_core, equated, sub_join, terms_scans
 from sparkmv.delta.selection import selected_join
 
 FIXED_MS = 300.0
@@ -257,9 +258,42 @@ def _corrected(
     return ModeCost(model_ms, model_ms * (history.mean_ms / history.mean_model_ms) ** weight)
 
 
-def joined_bytes(root: Node, table_bytes: Mapping[str, int], changed: set[str]) -> int:
-    """The bytes of base tables the change of ``root`` is joined with (``join_scans``)."""
-    return sum(count * size for count, size in join_scans(root, table_bytes, changed))
+def joined_bytes(
+    root: Node, table_bytes: Mapping[str, int], changed: set[str], proof: KeyProof | None = None
+) -> int:
+    """The bytes of base tables the change of ``root`` is joined with (``join_scans``), less
+    the scans ``proof`` spares (``spared_bytes``)."""
+    scanned = sum(count * size for count, size in join_scans(root, table_bytes, changed))
+    spared = spared_bytes(root, table_bytes, changed, proof) if proof is not None else 0
+    return max(scanned - spared, 0)
+
+
+def spared_bytes(
+    root: Node, table_bytes: Mapping[str, int], changed: set[str], proof: KeyProof
+) -> int:
+    """The bytes of the scans a join's terms skip by reading a changed input from its own
+    change (``join.only_changed_rows``: the term of ``ΔR_i`` joins ``Δ⁺R_j`` or ``Δ⁻R_j``,
+    which the change bytes count, where ``proof`` holds for ``R_j`` at ``R_i``'s keys). Only
+    for joins of two changed inputs: with more, a pivot is scanned once for all terms
+    (``join.terms_scans``), and no single proof spares that scan."""
+    spared = 0
+    for node in joins_as_joined(root):
+        hit = [i for i, child in enumerate(node.inputs) if scanned_tables(child) & changed]
+        if len(hit) != 2:
+            continue
+        core = set(changed_core(node, hit)) or set(range(len(node.inputs)))
+        members = sorted(core)
+        core_join = sub_join(node, core)[0] if len(core) < len(node.inputs) else node
+        first, second = (members.index(i) for i in hit)
+        for term, other in ((first, second), (second, first)):
+            keyed = equated(core_join, term, other)
+            if keyed is not None and proof(*keyed):
+                spared += sum(
+                    table_bytes.get(scan.table, 0)
+                    for scan in walk(core_join.inputs[other])
+                    if isinstance(scan, Scan)
+                )
+    return spared
 
 
 def extra_joins(root: Node, table_bytes: Mapping[str, int], changed: set[str]) -> int:

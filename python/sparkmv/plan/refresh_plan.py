@@ -29,7 +29,7 @@ manifests, file listings, footers); every row the refresh computes is computed b
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -63,6 +63,7 @@ from sparkmv.plan.cost import (
     steps_apart,
     table_bytes,
 )
+from sparkmv.plan.key_proofs import MetadataKeyProof, metadata_key_proof
 from sparkmv.plan.view_delta import checked_maintainability, maintainability_of, schemas_key
 
 NO_CHANGE = "no base table changed since the last refresh"
@@ -98,6 +99,11 @@ class ChangedTable:
     logged_bytes: int | None = field(default=None, compare=False)
 
 
+def consumed_versions(changed: Sequence[ChangedTable]) -> dict[str, int]:
+    """The version the view consumed of each ``changed`` table, by name."""
+    return {table.name: table.consumed_version for table in changed}
+
+
 @dataclass(frozen=True)
 class RefreshPlan:
     """How one refresh computes the view (``mode``) and why (``reason``), as REFRESH reports
@@ -106,7 +112,8 @@ class RefreshPlan:
     the base tables with versions the view has not consumed. ``cost``: the estimates (None
     when a base table or its change is not sized).
     ``query``: the view's query as analyzed for the plan (None when rule 1 decided without
-    it), which the refresh then runs."""
+    it), which the refresh then runs; ``key_proof``: the join-term proofs the estimate
+    asked, which the refresh's terms then ask again without reading anything twice."""
 
     mode: RefreshMode
     reason: str
@@ -114,6 +121,7 @@ class RefreshPlan:
     cost: CostEstimate | None = None
     nothing_pending: bool = False
     query: ViewQuery | None = field(default=None, compare=False, repr=False)
+    key_proof: MetadataKeyProof | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         assert not self.nothing_pending or self.mode is RefreshMode.INCREMENTAL
@@ -175,18 +183,19 @@ def plan_refresh(
     if not sized or any(table.logged_bytes is None for table in changed):
         # a table whose format's metadata does not say its size, or its change's
         return RefreshPlan(RefreshMode.INCREMENTAL, MAINTAINABLE, changed, query=query)
+    proof = metadata_key_proof(spark, bases, consumed_versions(changed))
     cost = estimate_cost(
         view,
         sum(sizes.values()),
         sum(table.logged_bytes or 0 for table in changed),
-        joined_bytes(maintainability.root, sizes, names),
+        joined_bytes(maintainability.root, sizes, names, proof),
         steps_apart(maintainability.root, names),
         extra_joins(maintainability.root, sizes, names),
     )
     mode, reason = RefreshMode.INCREMENTAL, MAINTAINABLE
     if requested is None and view.policy is RefreshPolicy.AUTO and cost_based(spark):
         mode, reason = cost.cheaper(), cost.choice()
-    return RefreshPlan(mode, reason, changed, cost, query=query)
+    return RefreshPlan(mode, reason, changed, cost, query=query, key_proof=proof)
 
 
 def view_query(

@@ -5,7 +5,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{DeleteFromTable, LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
 import io.sparkmv.bridge.MvHandlerRegistry
-import io.sparkmv.capture.RowLevelChanges
+import io.sparkmv.capture.{ClearedKeys, RowLevelChanges}
 import io.sparkmv.commands.RowLevelWriteCommand
 
 /**
@@ -21,7 +21,9 @@ object PlanRowLevelWrites extends Rule[LogicalPlan] {
     else
       plan.resolveOperators {
         case d: DeleteFromTable if d.resolved =>
-          command(Delete, d.table, RowLevelChanges.delete(_, d.condition)).getOrElse(d)
+          command(Delete, d.table, RowLevelChanges.delete(_, d.condition))
+            .map(_.copy(clearedKeys = ClearedKeys.of(d.table, d.condition)))
+            .getOrElse(d)
         case u: UpdateTable if u.resolved =>
           command(Update, u.table, RowLevelChanges.update(_, u.assignments, u.condition))
             .map(_.copy(assigned = u.assignments.map(_.key).collect { case a: Attribute => a.name }))

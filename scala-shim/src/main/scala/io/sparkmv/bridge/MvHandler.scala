@@ -29,7 +29,8 @@ trait MvHandler {
    * Runs a DELETE, UPDATE or MERGE on `database.table` in `session` from its plan of row
    * changes (`io.sparkmv.capture.RowLevelChanges`; null when `unsupported` says why there is
    * none): the result rows as JSON, or a `Throwable`. `assigned`: the columns an UPDATE
-   * assigns.
+   * assigns; `clearedKeys`: what a DELETE's condition proves about the table after it
+   * (`io.sparkmv.capture.ClearedKeys`, JSON; "" for nothing).
    */
   def rowLevelWrite(
       kind: String,
@@ -38,6 +39,7 @@ trait MvHandler {
       changes: org.apache.spark.sql.DataFrame,
       unsupported: String,
       assigned: java.util.List[String],
+      clearedKeys: String,
       session: org.apache.spark.sql.SparkSession): AnyRef
 
   /**
@@ -84,10 +86,12 @@ object MvHandlerRegistry {
       changes: org.apache.spark.sql.DataFrame,
       unsupported: String,
       assigned: Seq[String],
+      clearedKeys: String,
       session: org.apache.spark.sql.SparkSession): String = {
     import scala.jdk.CollectionConverters._
     rethrowOr(
-      handler.rowLevelWrite(kind, database, table, changes, unsupported, assigned.asJava, session))
+      handler.rowLevelWrite(
+        kind, database, table, changes, unsupported, assigned.asJava, clearedKeys, session))
       .asInstanceOf[String]
   }
 

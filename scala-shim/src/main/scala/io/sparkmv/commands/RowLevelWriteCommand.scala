@@ -17,13 +17,16 @@ import io.sparkmv.bridge.{MvHandlerRegistry, ResultRows}
  * `changes` is the plan of [[io.sparkmv.capture.RowLevelChanges]]; when the statement cannot
  * be expressed, `unsupported` says why and the handler reports it. `assigned`: the columns
  * an UPDATE assigns (the change log records them: a view reading none of them ignores it).
+ * `clearedKeys`: what a DELETE's condition proves about the table after it
+ * ([[io.sparkmv.capture.ClearedKeys]]; "" for nothing), which the change log records too.
  */
 case class RowLevelWriteCommand(
     kind: String,
     table: CatalogTable,
     changes: Option[LogicalPlan],
     unsupported: String,
-    assigned: Seq[String] = Nil)
+    assigned: Seq[String] = Nil,
+    clearedKeys: String = "")
     extends LeafRunnableCommand {
 
   override val output: Seq[Attribute] = RowLevelWriteCommand.outputNames(kind).map { name =>
@@ -35,7 +38,7 @@ case class RowLevelWriteCommand(
     val identifier = table.identifier
     val database = identifier.database.getOrElse(sparkSession.catalog.currentDatabase)
     val json = MvHandlerRegistry.rowLevelWrite(
-      kind, database, identifier.table, frame, unsupported, assigned, sparkSession)
+      kind, database, identifier.table, frame, unsupported, assigned, clearedKeys, sparkSession)
     ResultRows.fromJson(json, output)
   }
 }
