@@ -181,7 +181,8 @@ class MetadataKeyProof:
                 f"{row_table}.{a} held {_shown(held)} before its change, {rest_of} of "
                 f"{key_table}.{b} has {_shown(logged)}"
             )
-        self._record(covered, shown)
+        if shown:  # else the change logged no row: no key to match
+            self._record(covered, shown)
         return True
 
     @property
