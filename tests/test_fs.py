@@ -3,6 +3,7 @@ round trips, so the joining must not lose or split any name)."""
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 from typing import Any
@@ -87,3 +88,24 @@ def test_integer_ranges_come_from_the_footers(spark: SparkSession, tmp_path: Pat
     assert fs.IntegerRange(1, 2).disjoint(fs.IntegerRange(3, 4))
     assert not fs.IntegerRange(1, 3).disjoint(fs.IntegerRange(3, 4))
     assert fs.EMPTY_RANGE.disjoint(fs.IntegerRange(3, 4))
+
+
+def test_a_file_replaced_at_its_path_has_its_footer_read_again(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The footer ranges the JVM keeps (``KEY_PROOFS_CACHED_FOOTER_RANGES``) are a file's
+    own: a file of the same name and length holding other rows, written later, is read anew."""
+    low, high = tmp_path / "low", tmp_path / "high"
+    spark.sql("SELECT id AS k FROM range(3, 9)").coalesce(1).write.parquet(str(low))
+    spark.sql("SELECT id + 10 AS k FROM range(3, 9)").coalesce(1).write.parquet(str(high))
+    (kept,) = sorted(low.glob("*.parquet"))
+    (other,) = sorted(high.glob("*.parquet"))
+    assert fs.integer_ranges(spark, [kept.as_uri()], ["k"]) == [fs.IntegerRange(3, 8)]
+    assert fs.integer_ranges(spark, [kept.as_uri()], ["k"]) == [fs.IntegerRange(3, 8)]
+    assert kept.stat().st_size == other.stat().st_size
+    modified = kept.stat().st_mtime_ns
+    kept.write_bytes(other.read_bytes())
+    # Hadoop's local file system checks a file against its ``.crc`` sidecar: it moves along.
+    (low / f".{kept.name}.crc").write_bytes((high / f".{other.name}.crc").read_bytes())
+    os.utime(kept, ns=(modified + 5_000_000_000, modified + 5_000_000_000))
+    assert fs.integer_ranges(spark, [low.as_uri()], ["k"]) == [fs.IntegerRange(13, 18)]

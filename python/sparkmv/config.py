@@ -287,6 +287,15 @@ constants (``k IN (…)``) logs them with its commit: after it no row holds one 
 a proof a join term uses to read its other input from its own change
 (``plan/key_proofs.py``); with more, or 0, nothing is logged."""
 
+KEY_PROOFS_CACHED_FOOTER_RANGES = Threshold(
+    "spark.sparkmv.refresh.keyProofs.cachedFooterRanges", 100_000
+)
+"""The join-term proofs (``plan/key_proofs.py``) keep this many column ranges read from
+parquet footers (one per file and column, a few hundred bytes each) in the driver's JVM,
+least recently used dropped, keyed by the file's path, length and modification time: a file
+every view over a table reads, or one a table keeps between refreshes, has its footer read
+once. 0 keeps none."""
+
 HOT_INPUT_MAX_BYTES = Threshold("spark.sparkmv.refresh.hotInputMaxBytes", 256 * 1024 * 1024)
 """An unchanged base table that an incremental refresh reads, whose files hold at most this
 many bytes, is kept in Spark's cache (executor memory, spilling to disk) for the next

@@ -20,7 +20,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from sparkmv.config import FS_BRIDGE_CLASS
+from sparkmv.config import FS_BRIDGE_CLASS, KEY_PROOFS_CACHED_FOOTER_RANGES
 from sparkmv.errors import ErrorClass, SparkMvError
 from sparkmv.jvm import helper
 
@@ -223,10 +223,14 @@ def integer_ranges(
     directory stands for its data files), from their footers' statistics in the JVM
     (``FsBridge.integerRanges``, one round trip, no Spark job); None where the footers do not
     say (a type other than a signed integer or a date, a file without statistics, a path
-    gone)."""
+    gone). Each file's range is read once while it stays unchanged
+    (``KEY_PROOFS_CACHED_FOOTER_RANGES``)."""
     hadoop = _hadoop(spark)
+    cached = KEY_PROOFS_CACHED_FOOTER_RANGES.count(spark)
     joined = str(
-        hadoop.bridge.integerRanges(hadoop.configuration, _NUL.join(paths), _NUL.join(columns))
+        hadoop.bridge.integerRanges(
+            hadoop.configuration, _NUL.join(paths), _NUL.join(columns), cached
+        )
     )
     return [_integer_range(field) for field in joined.split(_NUL)][: len(columns)]
 

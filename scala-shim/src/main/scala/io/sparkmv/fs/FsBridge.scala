@@ -1,5 +1,6 @@
 package io.sparkmv.fs
 
+import java.io.FileNotFoundException
 import java.nio.charset.StandardCharsets
 import java.nio.file.Files
 
@@ -8,7 +9,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.commons.io.IOUtils
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FileSystem, FileUtil, Options, Path, StreamCapabilities}
+import org.apache.hadoop.fs.{FileAlreadyExistsException, FileStatus, FileSystem, FileUtil, Options, Path, StreamCapabilities}
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.metadata.{BlockMetaData, ColumnPath}
 import org.apache.parquet.hadoop.util.HadoopInputFile
@@ -36,26 +37,25 @@ object FsBridge {
    * depth, as Spark does: path, size and modification time of each ("" when it does not
    * exist).
    */
-  def listDataFiles(conf: Configuration, directory: String): String = {
-    val root = new Path(directory)
+  def listDataFiles(conf: Configuration, directory: String): String =
+    dataFiles(conf, new Path(directory))
+      .flatMap(status => Seq(status.getPath.toString, status.getLen.toString, status.getModificationTime.toString))
+      .mkString(Nul)
+
+  /** The statuses of the data files under `root` (none when it does not exist). */
+  private def dataFiles(conf: Configuration, root: Path): Seq[FileStatus] = {
     val fs = root.getFileSystem(conf)
-    if (!fs.exists(root)) return ""
-    val fields = ArrayBuffer.empty[String]
+    if (!fs.exists(root)) return Nil
+    val found = ArrayBuffer.empty[FileStatus]
     val pending = scala.collection.mutable.Stack(root)
     while (pending.nonEmpty) {
       for (status <- fs.listStatus(pending.pop())) {
-        val name = status.getPath.getName
-        if (!isHidden(name)) {
-          if (status.isDirectory) pending.push(status.getPath)
-          else {
-            fields += status.getPath.toString
-            fields += status.getLen.toString
-            fields += status.getModificationTime.toString
-          }
+        if (!isHidden(status.getPath.getName)) {
+          if (status.isDirectory) pending.push(status.getPath) else found += status
         }
       }
     }
-    fields.mkString(Nul)
+    found.toSeq
   }
 
   /**
@@ -87,25 +87,66 @@ object FsBridge {
    * a date, which parquet stores as INT32 or INT64 and orders as Spark does). No Spark job:
    * one footer read per file.
    */
-  def integerRanges(conf: Configuration, paths: String, columns: String): String = {
-    val names = columns.split(Nul).filter(_.nonEmpty)
+  def integerRanges(conf: Configuration, paths: String, columns: String, cachedRanges: Int): String = {
+    val names = columns.split(Nul).filter(_.nonEmpty).toSeq
     val files = parquetFiles(conf, paths)
     // A path gone (compacted away meanwhile) leaves rows unaccounted for: nothing is known.
     val start = if (files.isEmpty) None else Some(ColumnRange.Empty)
     val ranges = Array.fill[Option[ColumnRange]](names.length)(start)
+    footerRanges.bound(cachedRanges)
     for (file <- files.getOrElse(Nil) if ranges.exists(_.isDefined)) {
-      val reader = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(file), conf))
-      try {
-        val schema = reader.getFooter.getFileMetaData.getSchema
-        for ((name, index) <- names.zipWithIndex) {
-          ranges(index) = for {
-            known <- ranges(index)
-            found <- fileRange(schema, reader.getRowGroups.asScala.toSeq, name)
-          } yield known.union(found)
-        }
-      } finally reader.close()
+      for ((found, index) <- fileRanges(conf, file, names).zipWithIndex) {
+        ranges(index) = for (known <- ranges(index); more <- found) yield known.union(more)
+      }
     }
     ranges.map(_.fold("?")(_.toString)).mkString(Nul)
+  }
+
+  /**
+   * `names`' ranges in one file, from the cache or its footer. A parquet file is never
+   * rewritten in place by Spark or sparkmv, and a file replaced at the same path has another
+   * length or modification time, which the key holds: a cached range is the file's own.
+   */
+  private def fileRanges(conf: Configuration, file: FileStatus, names: Seq[String]): Seq[Option[ColumnRange]] = {
+    val keys = names.map(FooterKey(file.getPath.toString, file.getLen, file.getModificationTime, _))
+    val cached = keys.map(footerRanges.get)
+    if (cached.forall(_.isDefined)) return cached.map(_.get)
+    val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf))
+    try {
+      val schema = reader.getFooter.getFileMetaData.getSchema
+      val groups = reader.getRowGroups.asScala.toSeq
+      keys.map { key =>
+        val range = fileRange(schema, groups, key.column)
+        footerRanges.put(key, range)
+        range
+      }
+    } finally reader.close()
+  }
+
+  private final case class FooterKey(path: String, length: Long, modified: Long, column: String)
+
+  /**
+   * Footer ranges already read in this JVM, least recently used dropped beyond the bound the
+   * caller passes (`spark.sparkmv.refresh.keyProofs.cachedFooterRanges`; 0 keeps none): the
+   * files a table keeps between refreshes, and those every view over it reads, are read once.
+   */
+  private object footerRanges {
+    private var limit = 0
+    private val entries = new java.util.LinkedHashMap[FooterKey, Option[ColumnRange]](16, 0.75f, true) {
+      override def removeEldestEntry(eldest: java.util.Map.Entry[FooterKey, Option[ColumnRange]]): Boolean =
+        size > limit
+    }
+
+    def bound(max: Int): Unit = synchronized {
+      limit = max
+      if (entries.size > limit) entries.clear()
+    }
+
+    def get(key: FooterKey): Option[Option[ColumnRange]] = synchronized(Option(entries.get(key)))
+
+    def put(key: FooterKey, range: Option[ColumnRange]): Unit = synchronized {
+      if (limit > 0) entries.put(key, range)
+    }
   }
 
   /** The smallest and largest non-null value of some rows' column; none when `low > high`. */
@@ -164,14 +205,13 @@ object FsBridge {
   }
 
   /** The data files of `paths` (NUL-separated files or directories); None if one is gone. */
-  private def parquetFiles(conf: Configuration, paths: String): Option[Seq[String]] = {
+  private def parquetFiles(conf: Configuration, paths: String): Option[Seq[FileStatus]] = {
     val found = paths.split(Nul).filter(_.nonEmpty).toSeq.map { file =>
       val path = new Path(file)
-      val fs = path.getFileSystem(conf)
-      if (!fs.exists(path)) None
-      else if (fs.getFileStatus(path).isDirectory) {
-        Some(listDataFiles(conf, file).split(Nul).filter(_.nonEmpty).grouped(3).map(_(0)).toSeq)
-      } else Some(Seq(file))
+      try {
+        val status = path.getFileSystem(conf).getFileStatus(path)
+        Some(if (status.isDirectory) dataFiles(conf, path) else Seq(status))
+      } catch { case _: FileNotFoundException => None }
     }
     if (found.contains(None)) None else Some(found.flatten.flatten)
   }
@@ -192,7 +232,7 @@ object FsBridge {
   def readTexts(conf: Configuration, files: String): String =
     files.split(Nul).filter(_.nonEmpty).map { file =>
       try "+" + readText(conf, file)
-      catch { case _: java.io.FileNotFoundException => "-" }
+      catch { case _: FileNotFoundException => "-" }
     }.mkString(Nul)
 
   /**
