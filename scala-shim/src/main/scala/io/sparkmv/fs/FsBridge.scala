@@ -37,15 +37,18 @@ object FsBridge {
    * depth, as Spark does: path, size and modification time of each ("" when it does not
    * exist).
    */
-  def listDataFiles(conf: Configuration, directory: String): String =
-    dataFiles(conf, new Path(directory))
-      .flatMap(status => Seq(status.getPath.toString, status.getLen.toString, status.getModificationTime.toString))
-      .mkString(Nul)
+  def listDataFiles(conf: Configuration, directory: String): String = {
+    val root = new Path(directory)
+    if (!root.getFileSystem(conf).exists(root)) ""
+    else
+      dataFiles(conf, root)
+        .flatMap(status => Seq(status.getPath.toString, status.getLen.toString, status.getModificationTime.toString))
+        .mkString(Nul)
+  }
 
-  /** The statuses of the data files under `root` (none when it does not exist). */
+  /** The statuses of the data files under the existing directory `root`. */
   private def dataFiles(conf: Configuration, root: Path): Seq[FileStatus] = {
     val fs = root.getFileSystem(conf)
-    if (!fs.exists(root)) return Nil
     val found = ArrayBuffer.empty[FileStatus]
     val pending = scala.collection.mutable.Stack(root)
     while (pending.nonEmpty) {
