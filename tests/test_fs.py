@@ -29,6 +29,17 @@ def test_list_names_of_an_empty_or_missing_directory_is_empty(
     assert fs.list_names(spark, (tmp_path / "missing").as_uri()) == []
 
 
+def test_list_names_of_lists_each_directory_in_order(spark: SparkSession, tmp_path: Path) -> None:
+    full, empty = tmp_path / "full", tmp_path / "empty"
+    full.mkdir()
+    empty.mkdir()
+    for name in NAMES:
+        (full / name).write_text("x")
+    directories = [empty.as_uri(), full.as_uri(), (tmp_path / "missing").as_uri(), full.as_uri()]
+    assert fs.list_names_of(spark, directories) == [[], sorted(NAMES), [], sorted(NAMES)]
+    assert fs.list_names_of(spark, []) == []
+
+
 def test_published_text_reads_back_and_is_listed(spark: SparkSession, tmp_path: Path) -> None:
     target = f"{tmp_path.as_uri()}/00000000000000000002.json"
     assert fs.publish_text(spark, target, '{"version": 2}')

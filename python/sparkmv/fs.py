@@ -108,6 +108,20 @@ def list_names(spark: SparkSession, directory: str) -> list[str]:
     return sorted(name for name in joined.split(_NUL) if name)
 
 
+def list_names_of(spark: SparkSession, directories: Sequence[str]) -> list[list[str]]:
+    """``list_names`` of each of ``directories``, in order: one round trip."""
+    if not directories:
+        return []
+    hadoop = _hadoop(spark)
+    fields = str(hadoop.bridge.listNamesOf(hadoop.configuration, _NUL.join(directories)))
+    answers = iter(fields.split(_NUL) if fields else [])
+    listed = []
+    for count in answers:
+        listed.append(sorted(next(answers) for _ in range(int(count))))
+    assert len(listed) == len(directories), "FsBridge.listNamesOf answers each directory once"
+    return listed
+
+
 def remove(spark: SparkSession, path: str) -> None:
     """Delete ``path`` recursively, if present."""
     remove_all(spark, [path])

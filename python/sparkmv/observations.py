@@ -1,9 +1,10 @@
 """Metrics observed while a Spark action runs (``DataFrame.observe``): counts that cost no
 job of their own.
 
-Observed through the shim (``frames.bridge``): an observation, its metrics as SQL text and
-their values as JSON cost a py4j round trip each, where PySpark's ``Observation`` and a
-``Column`` per metric cost about fifteen.
+Observed through the shim (``frames.bridge``): the observed DataFrame (its observation made
+and kept in the JVM, found again by the DataFrame) and the metrics' values as JSON cost a py4j
+round trip each, where PySpark's ``Observation`` and a ``Column`` per metric cost about
+fifteen, and one more to release each JVM object Python held.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ from sparkmv.identifiers import quote_identifier
 class Metrics:
     """Integer metrics (by name) of an observed DataFrame, known once an action ran it."""
 
-    def __init__(self, spark: SparkSession, observation: Any, names: tuple[str, ...]) -> None:
+    def __init__(self, spark: SparkSession, observed: Any, names: tuple[str, ...]) -> None:
         self._spark = spark
-        self._observation = observation  # the JVM's org.apache.spark.sql.Observation
+        self._observed = observed  # the JVM's observed DataFrame: its observation's key
         self.names = names
 
     def get(self) -> dict[str, int] | None:
@@ -51,7 +52,7 @@ class Metrics:
 
     def _found(self) -> dict[str, Any] | None:
         """The metrics as observed (``{}``: pruned), or None when no action carried them."""
-        found = frames.bridge(self._spark).metrics(self._observation)
+        found = frames.bridge(self._spark).metrics(self._observed)
         if found is None:
             return None
         values: dict[str, Any] = json.loads(str(found))
@@ -64,8 +65,6 @@ def observe(frame: DataFrame, name: str, metrics: Mapping[str, str]) -> tuple[Da
     action); an action must run the returned DataFrame, or one built on it by DataFrame
     operations, for the metrics to arrive."""
     spark = frame.sparkSession
-    bridge = frames.bridge(spark)
-    observation = bridge.observation(name)
     listed = [f"{sql} AS {quote_identifier(metric)}" for metric, sql in metrics.items()]
-    observed = DataFrame(bridge.observe(frame._jdf, observation, json.dumps(listed)), spark)
-    return observed, Metrics(spark, observation, tuple(metrics))
+    observed = frames.bridge(spark).observe(frame._jdf, name, json.dumps(listed))
+    return DataFrame(observed, spark), Metrics(spark, observed, tuple(metrics))

@@ -96,6 +96,28 @@ def test_ranges_outside_the_log_and_compaction(spark: SparkSession, tmp_path: Pa
     )
 
 
+def test_logs_listed_together_answer_as_each_lists_alone(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    first = ChangeLog(spark, str(tmp_path / "first"), SCHEMA)
+    second = ChangeLog(spark, str(tmp_path / "second"), SCHEMA)
+    for value in ("a", "b"):
+        first.commit("INSERT", None, inserted_rows=spark.createDataFrame([(1, value)], SCHEMA))
+    second.commit("INSERT", None, inserted_rows=spark.createDataFrame([(2, "c")], SCHEMA))
+    second.add_dependent("db.v")
+    listed = [ChangeLog(spark, log.root, SCHEMA) for log in (first, second)]
+    ChangeLog.list_together(listed)
+    assert [log.current_version() for log in listed] == [2, 1]
+    assert [log.dependents() for log in listed] == [[], ["db.v"]]
+    assert as_counter(spark, listed[0], 0, 2) == Counter({(1, "a"): 1, (1, "b"): 1})
+    # This process's write to a log, through another instance, is seen by the listed one.
+    first.commit("DELETE", None, deleted_rows=spark.createDataFrame([(1, "a")], SCHEMA))
+    assert listed[0].current_version() == 3
+    assert as_counter(spark, listed[0], 1, 3) == Counter({(1, "a"): -1, (1, "b"): 1})
+    listed[0].add_dependent("db.w")
+    assert ChangeLog(spark, first.root, SCHEMA).dependents() == ["db.w"]
+
+
 def test_a_version_published_meanwhile_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     first = ChangeLog(spark, str(tmp_path / "log"), SCHEMA)
     second = ChangeLog(spark, str(tmp_path / "log"), SCHEMA)

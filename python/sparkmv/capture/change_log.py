@@ -37,7 +37,7 @@ import json
 import re
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -186,20 +186,24 @@ class ChangeLog:
 
     ``schema`` is the table's schema (data and partition columns, in table order).
 
-    An instance lists the log's ``commits/`` once and answers from that listing until a
-    change log of this process publishes or compacts (``_written``): a refresh sees the log as
-    of its first look, in one round trip instead of one per question. A write is decided by
-    its publish (create-if-absent), never by the listing: one that loses to another process
-    lists again. (Instances live for a call; none is kept across statements.) A manifest or a
-    compaction marker, once published, never changes: each is read once per instance.
+    An instance lists the log's ``commits/`` once and answers from that listing until this
+    process publishes a version or a compaction marker to the log (``_written``): a refresh
+    sees the log as of its first look, in one round trip instead of one per question, and
+    ``list_together`` lists the logs of all a refresh's base tables (and their dependents) in
+    one. A write is decided by its publish (create-if-absent), never by the listing: one that
+    loses to another process lists again. (Instances live for a call; none is kept across
+    statements.) A manifest or a compaction marker, once published, never changes: each is
+    read once per instance.
     """
 
     def __init__(self, spark: SparkSession, root: str, schema: StructType):
         self.spark = spark
         self.root = root.rstrip("/")
         self.schema = schema
-        # The listing of commits/, and the count of this process's log writes it is as of.
+        # The listing of commits/, and the count of this process's writes to the log it is
+        # as of; the names in dependents/ (None: not listed yet).
         self._commit_names: tuple[int, list[str]] | None = None
+        self._dependent_names: set[str] | None = None
         self._published_texts: dict[str, str] = {}  # manifests and markers read, by path
 
     # -- writing -------------------------------------------------------------------------
@@ -261,12 +265,25 @@ class ChangeLog:
         try:
             return fs.publish_text(self.spark, self._manifest(commit.version), commit.to_json())
         finally:
-            _written()  # ours or another writer's: list again
+            _written(self.root)  # ours or another writer's: list again
+
+    @staticmethod
+    def list_together(logs: Sequence[ChangeLog]) -> None:
+        """List the ``commits/`` and ``dependents/`` of each of ``logs`` now, in one round
+        trip: what each then answers from (``_listed_commits``, ``dependents``)."""
+        if not logs:
+            return
+        writes = [_log_writes[log.root] for log in logs]  # before the listing, as there
+        directories = [f"{log.root}/{part}" for log in logs for part in ("commits", "dependents")]
+        listed = iter(fs.list_names_of(logs[0].spark, directories))
+        for log, written in zip(logs, writes, strict=True):
+            log._commit_names = (written, next(listed))
+            log._dependent_names = {name for name in next(listed) if not fs.is_hidden(name)}
 
     def _listed_commits(self) -> list[str]:
         """The names in ``commits/`` (manifests and compaction markers), as listed after this
-        process's last log write."""
-        writes = _log_writes[0]  # before the listing: a write during it lists again
+        process's last write to the log."""
+        writes = _log_writes[self.root]  # before the listing: a write during it lists again
         if self._commit_names is None or self._commit_names[0] != writes:
             names = fs.list_names(self.spark, f"{self.root}/commits")
             self._commit_names = (writes, names)
@@ -391,7 +408,8 @@ class ChangeLog:
 
     def retired_files(self) -> list[str]:
         """Files retired by commits that compaction has not processed yet."""
-        return [path for v in self._versions() for path in self._read(v).retired_files]
+        commits = self._read_all(self._versions())
+        return [path for commit in commits for path in commit.retired_files]
 
     def expected_state(self) -> LogCommit | None:
         """The latest commit (or the compaction marker's copy of it): the state the table
@@ -412,20 +430,21 @@ class ChangeLog:
 
         Deletes their change rows, preserved links and the data files copy-on-write retired
         (kept until now for the log's readers and for queries already reading them).
+        Compaction decides on a listing made after an earlier compaction's removals ended (by
+        another process, too, which may have removed manifests an older listing names): the
+        caller lists the log (``list_together``) after ``fs.wait_for_removals``.
         """
-        fs.wait_for_removals()  # an earlier compaction's, which this one would repeat
-        self._commit_names = None  # compaction decides on a fresh listing
         previous = self.earliest_readable()
         through = min(through, self.current_version())
         if through <= previous:
             return
         listed = self._manifests(self._listed_commits())
         # Versions up to ``previous`` whose manifests a crash left behind are forgotten again.
-        commits = [self._read(version) for version in listed if version <= through]
+        commits = self._read_all([version for version in listed if version <= through])
         # The marker (with the latest state) goes first: a crash never exposes a gap.
         last = next((c for c in reversed(commits) if c.version == through), None)
         fs.publish_text(self.spark, self._marker(through), last.to_json() if last else "")
-        _written()
+        _written(self.root)
         # No reader needs these files, and a crash before they are gone leaves their
         # manifests for the next compaction.
         fs.remove_in_background(partial(self._delete_compacted, commits, previous))
@@ -458,14 +477,24 @@ class ChangeLog:
     def dependents(self) -> list[str]:
         """The materialized views (qualified names) that read the table, one marker file
         each under ``dependents/``: adding one is a file, not a metastore write."""
-        names = fs.list_names(self.spark, f"{self.root}/dependents")
-        return [name for name in names if not fs.is_hidden(name)]
+        if self._dependent_names is None:
+            names = fs.list_names(self.spark, f"{self.root}/dependents")
+            self._dependent_names = {name for name in names if not fs.is_hidden(name)}
+        return sorted(self._dependent_names)
 
     def add_dependent(self, view: str) -> None:
+        """Make ``view`` a dependent; no write when the log's listing has it already (a
+        refresh adds its view to each base table's log, which its CREATE did)."""
+        if self._dependent_names is not None and view in self._dependent_names:
+            return
         fs.publish_text(self.spark, self._dependent(view), "")  # False: already there
+        if self._dependent_names is not None:
+            self._dependent_names.add(view)
 
     def remove_dependent(self, view: str) -> None:
         fs.remove(self.spark, self._dependent(view))
+        if self._dependent_names is not None:
+            self._dependent_names.discard(view)
 
     def _dependent(self, view: str) -> str:
         return f"{self.root}/dependents/{view}"
@@ -509,7 +538,7 @@ class ChangeLog:
         versions = [version for version in self._versions() if start < version <= end]
         if versions != list(range(start + 1, end + 1)):
             raise ChangeRangeError(f"{self.root} is missing versions of ({start}, {end}]")
-        return [self._read(version) for version in versions]
+        return self._read_all(versions)
 
     def unreadable_reason(self, start: int, end: int) -> str:
         """Why ``net_changes(start, end)`` cannot be answered; "" when it can."""
@@ -633,6 +662,16 @@ class ChangeLog:
     def _read(self, version: int) -> LogCommit:
         return LogCommit.from_json(self._published_text(self._manifest(version)))
 
+    def _read_all(self, versions: Sequence[int]) -> list[LogCommit]:
+        """``_read`` of each of ``versions``, those not read yet in one round trip."""
+        paths = [self._manifest(version) for version in versions]
+        unread = [path for path in paths if path not in self._published_texts]
+        for path, text in zip(unread, fs.read_texts(self.spark, unread), strict=True):
+            if text is None:
+                raise ChangeRangeError(f"{self.root} lost the manifest {path} (compacted)")
+            self._published_texts[path] = text
+        return [self._read(version) for version in versions]
+
     def _pending_commits(self) -> list[PreparedCommit]:
         directory = f"{self.root}/pending"
         return [
@@ -676,13 +715,14 @@ class _Logged:
         return [(self.inserted_rows, +1), (self.deleted_rows, -1)]
 
 
-_log_writes = [0]
-"""How many times a change log of this process published a version or a compaction marker:
-a listing made before the last one is not used again (``ChangeLog._listed_commits``)."""
+_log_writes: Counter[str] = Counter()
+"""How many times this process published a version or a compaction marker to each log (by
+root): a listing of a log made before its last one is not used again
+(``ChangeLog._listed_commits``)."""
 
 
-def _written() -> None:
-    _log_writes[0] += 1
+def _written(root: str) -> None:
+    _log_writes[root] += 1
 
 
 def _literal(value: str | None) -> str:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, SparkSession
@@ -168,9 +168,27 @@ class Tracking:
             return TableTracking(table, None, reason or "no materialized view tracks it", entry)
         return TableTracking(table, self._log(entry), entry=entry)
 
-    def start(self, table: TableName, view: TableName, entry: CatalogEntry | None) -> TableTracking:
+    def listed_logs(self, entries: Iterable[CatalogEntry | None]) -> dict[str, ChangeLog]:
+        """The change logs of the tables of ``entries`` that have one, by root, listed
+        together (``ChangeLog.list_together``: one round trip for all)."""
+        logs: dict[str, ChangeLog] = {}
+        for entry in entries:
+            if entry is not None and keys.TRACKING_LOG in entry.properties:
+                log = self._log(entry)
+                logs.setdefault(log.root, log)
+        ChangeLog.list_together(list(logs.values()))
+        return logs
+
+    def start(
+        self,
+        table: TableName,
+        view: TableName,
+        entry: CatalogEntry | None,
+        listed: Mapping[str, ChangeLog] | None = None,
+    ) -> TableTracking:
         """Make ``view`` a dependent of ``table``, whose catalog entry (just looked up) is
-        ``entry``; begin capture if it is the first."""
+        ``entry``; begin capture if it is the first. ``listed``: logs listed already
+        (``listed_logs``), by root: the table's is used if there."""
         reason = untracked_reason(entry)
         if reason or entry is None:
             return TableTracking(table, None, reason, entry)
@@ -182,7 +200,7 @@ class Tracking:
             log.add_dependent(str(view))
             self._set(table, {keys.TRACKING_LOG: log.root})
         else:
-            log = ChangeLog(self.spark, log_root, entry.schema)
+            log = (listed or {}).get(log_root.rstrip("/")) or self._log(entry)
             log.add_dependent(str(view))
         return TableTracking(table, log, entry=entry)
 
@@ -221,11 +239,16 @@ class Tracking:
             return snapshot_files(self.spark, upstream)
         return list_table_files(self.spark, self.catalog, table, entry, listed)
 
-    def dependents(self, entry: CatalogEntry | None) -> list[TableName]:
-        """The views reading the table of catalog entry ``entry``."""
+    def dependents(
+        self, entry: CatalogEntry | None, log: ChangeLog | None = None
+    ) -> list[TableName]:
+        """The views reading the table of catalog entry ``entry``; ``log``: its change log as
+        already opened (and listed), if it is the entry's."""
         names = set(_listed_dependents(entry))
         if entry is not None and keys.TRACKING_LOG in entry.properties:
-            names.update(self._log(entry).dependents())
+            if log is None or log.root != entry.properties[keys.TRACKING_LOG].rstrip("/"):
+                log = self._log(entry)
+            names.update(log.dependents())
         return [TableName.parse_qualified(name) for name in sorted(names)]
 
     def restore(self, table: TableName, properties: dict[str, str]) -> None:

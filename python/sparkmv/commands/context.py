@@ -8,6 +8,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from sparkmv import fs
 from sparkmv.capture import changelog_source, delta_source, iceberg_source, table_locks
 from sparkmv.capture.change_log import ChangeLog
 from sparkmv.capture.tracking import BaseTable, TableTracking, Tracking, untracked_reason
@@ -47,10 +48,12 @@ class CommandContext:
         with table_locks.holding([table for table in tables if table.catalog is None]):
             entries = facts.bases if facts is not None else self.catalog.entries(tables)
             listed = facts.files if facts is not None else {}
+            logs = self.tracking.listed_logs(entries.get(table) for table in tables)
 
             def start(table: TableName, again: bool) -> TableTracking:
-                entry = self.catalog.entry(table) if again else entries.get(table)
-                return self.tracking.start(table, view, entry)
+                if again:
+                    return self.tracking.start(table, view, self.catalog.entry(table))
+                return self.tracking.start(table, view, entries.get(table), logs)
 
             return [
                 self._base_table(qualified, start, reconcile=True, listed=listed)
@@ -143,12 +146,16 @@ class CommandContext:
         version, so the dependents are read until the first one that does: when many views
         over one table are refreshed in turn, each refresh but the last stops early (the
         lookups per refresh stay about constant instead of growing with the dependents). Each
-        dependent is looked up once, however many of the base tables it reads.
+        dependent is looked up once, however many of the base tables it reads. The logs are
+        listed together, after any earlier compaction's removals ended (``ChangeLog.compact``
+        decides on that listing).
         """
         views: dict[TableName, MvMetadata | None] = {committed.name: committed}
-        for base in bases:
-            if base.log is None:
-                continue
+        tracked = [base for base in bases if base.log is not None]
+        fs.wait_for_removals()
+        ChangeLog.list_together([base.log for base in tracked if base.log is not None])
+        for base in tracked:
+            assert base.log is not None
             through = self._consumed_by_all(base.name, base.log, base.entry, views)
             if through is not None:
                 base.log.compact(through)
@@ -165,7 +172,7 @@ class CommandContext:
         ``views``: the dependents' metadata looked up so far (added to)."""
         earliest = log.earliest_readable()
         through: int | None = None
-        for dependent in self.tracking.dependents(entry):
+        for dependent in self.tracking.dependents(entry, log):
             if dependent not in views:
                 views[dependent] = self.catalog.find(dependent)
             view = views[dependent]

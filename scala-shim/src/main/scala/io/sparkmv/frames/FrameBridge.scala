@@ -93,27 +93,44 @@ object FrameBridge {
   def dropTempViews(spark: SparkSession, namesJson: String): Unit =
     strings(namesJson).foreach(SparkInternals.dropTempView(spark, _))
 
-  /** A new observation named `name`. */
-  def observation(name: String): Observation = Observation(name)
+  /**
+   * The observations of the DataFrames `observe` returned, by DataFrame: held weakly, so
+   * that an entry goes when its DataFrame does (Python's reference to it is released). An
+   * `Observation` holds no reference to its DataFrame.
+   */
+  private val observations =
+    java.util.Collections.synchronizedMap(new java.util.WeakHashMap[DataFrame, Observation]())
 
-  /** `frame` observed by `observation`: `metrics` are SQL aggregates, each `... AS name`. */
-  def observe(frame: DataFrame, observation: Observation, metricsJson: String): DataFrame = {
+  /**
+   * `frame` observed by a new observation named `name` (unique among the observations of
+   * one action): `metrics` are SQL aggregates, each `... AS name`. One round trip and one
+   * JVM object for Python: the observation is found again by the returned DataFrame
+   * (`metrics`).
+   */
+  def observe(frame: DataFrame, name: String, metricsJson: String): DataFrame = {
+    val observation = Observation(name)
     val metrics = strings(metricsJson).map(expr)
-    frame.observe(observation, metrics.head, metrics.tail: _*)
+    val observed = frame.observe(observation, metrics.head, metrics.tail: _*)
+    observations.put(observed, observation)
+    observed
   }
 
   /**
-   * The metrics of `observation` as a JSON object, once an action that ran its DataFrame
-   * ended: `{}` when Spark pruned the observed plan (no metrics arrived), null when no ended
-   * action carried it. Never waits for an action: whether one ended is `ObservationCompat`'s
-   * (per Spark line: 4.2 completes an observation before the action returns, 4.1 later).
+   * The metrics of the observation of `observed` (a DataFrame `observe` returned) as a JSON
+   * object, once an action that ran it ended: `{}` when Spark pruned the observed plan (no
+   * metrics arrived), null when no ended action carried it. Never waits for an action:
+   * whether one ended is `ObservationCompat`'s (per Spark line: 4.2 completes an observation
+   * before the action returns, 4.1 later).
    */
-  def metrics(observation: Observation): String =
+  def metrics(observed: DataFrame): String = {
+    val observation = observations.get(observed)
+    require(observation != null, "metrics of a DataFrame that FrameBridge.observe did not return")
     if (!ObservationCompat.completed(observation)) null
     else {
       val row = SparkInternals.observedRow(observation)
       if (row == null || row.length == 0) "{}" else row.json
     }
+  }
 
   /** The bytes `frame`'s cached column batches take (0: not cached, or not computed yet). */
   def cachedBytes(frame: DataFrame): Long = SparkInternals.cachedBytes(frame)

@@ -33,6 +33,18 @@ object FsBridge {
   }
 
   /**
+   * The names of the entries of each of `directories` (NUL-separated), in one round trip:
+   * for each, in order, the count of its names and then the names, all NUL-separated (a
+   * directory that does not exist has none). A refresh lists the logs of all its base
+   * tables together.
+   */
+  def listNamesOf(conf: Configuration, directories: String): String =
+    directories.split(Nul).filter(_.nonEmpty).flatMap { directory =>
+      val names = listNames(conf, directory).split(Nul).filter(_.nonEmpty)
+      names.length.toString +: names
+    }.mkString(Nul)
+
+  /**
    * The data files under `directory`, recursively, skipping hidden entries (`_`, `.`) at any
    * depth, as Spark does: path, size and modification time of each ("" when it does not
    * exist).
