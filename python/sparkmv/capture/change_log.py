@@ -278,7 +278,7 @@ class ChangeLog:
         listed = iter(fs.list_names_of(logs[0].spark, directories))
         for log, written in zip(logs, writes, strict=True):
             log._commit_names = (written, next(listed))
-            log._dependent_names = {name for name in next(listed) if not fs.is_hidden(name)}
+            log._dependent_names = _dependent_names(next(listed))
 
     def _listed_commits(self) -> list[str]:
         """The names in ``commits/`` (manifests and compaction markers), as listed after this
@@ -479,7 +479,7 @@ class ChangeLog:
         each under ``dependents/``: adding one is a file, not a metastore write."""
         if self._dependent_names is None:
             names = fs.list_names(self.spark, f"{self.root}/dependents")
-            self._dependent_names = {name for name in names if not fs.is_hidden(name)}
+            self._dependent_names = _dependent_names(names)
         return sorted(self._dependent_names)
 
     def add_dependent(self, view: str) -> None:
@@ -723,6 +723,11 @@ root): a listing of a log made before its last one is not used again
 
 def _written(root: str) -> None:
     _log_writes[root] += 1
+
+
+def _dependent_names(listed: list[str]) -> set[str]:
+    """The dependents of a listing of ``dependents/`` (no hidden file of a publish)."""
+    return {name for name in listed if not fs.is_hidden(name)}
 
 
 def _literal(value: str | None) -> str:

@@ -200,7 +200,7 @@ class Tracking:
             log.add_dependent(str(view))
             self._set(table, {keys.TRACKING_LOG: log.root})
         else:
-            log = (listed or {}).get(log_root.rstrip("/")) or self._log(entry)
+            log = (listed or {}).get(_log_root(entry)) or self._log(entry)
             log.add_dependent(str(view))
         return TableTracking(table, log, entry=entry)
 
@@ -246,7 +246,7 @@ class Tracking:
         already opened (and listed), if it is the entry's."""
         names = set(_listed_dependents(entry))
         if entry is not None and keys.TRACKING_LOG in entry.properties:
-            if log is None or log.root != entry.properties[keys.TRACKING_LOG].rstrip("/"):
+            if log is None or log.root != _log_root(entry):
                 log = self._log(entry)
             names.update(log.dependents())
         return [TableName.parse_qualified(name) for name in sorted(names)]
@@ -259,14 +259,19 @@ class Tracking:
         self.catalog.alter_properties(table, values)
 
     def _log(self, entry: CatalogEntry) -> ChangeLog:
-        root = entry.properties[keys.TRACKING_LOG]
-        return ChangeLog(self.spark, root, entry.schema)
+        return ChangeLog(self.spark, _log_root(entry), entry.schema)
 
     def _new_log_root(self, table: TableName) -> str:
         suffix = uuid.uuid4().hex[:8]
         return fs.warehouse_path(
             self.spark, LOG_DIR_NAME, table.database or "", f"{table.name}-{suffix}"
         )
+
+
+def _log_root(entry: CatalogEntry) -> str:
+    """The root of the change log of the tracked table of ``entry``, as ``ChangeLog.root``
+    spells it."""
+    return entry.properties[keys.TRACKING_LOG].rstrip("/")
 
 
 def _listed_dependents(entry: CatalogEntry | None) -> list[str]:

@@ -151,14 +151,13 @@ class CommandContext:
         decides on that listing).
         """
         views: dict[TableName, MvMetadata | None] = {committed.name: committed}
-        tracked = [base for base in bases if base.log is not None]
+        tracked = [(base, base.log) for base in bases if base.log is not None]
         fs.wait_for_removals()
-        ChangeLog.list_together([base.log for base in tracked if base.log is not None])
-        for base in tracked:
-            assert base.log is not None
-            through = self._consumed_by_all(base.name, base.log, base.entry, views)
+        ChangeLog.list_together([log for _, log in tracked])
+        for base, log in tracked:
+            through = self._consumed_by_all(base.name, log, base.entry, views)
             if through is not None:
-                base.log.compact(through)
+                log.compact(through)
 
     def _consumed_by_all(
         self,
