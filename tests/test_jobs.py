@@ -19,11 +19,13 @@ from sparkmv.jobs import JOB_DESCRIPTION, JOB_GROUP, job_step
 
 @dataclass(frozen=True)
 class Job:
-    """A finished Spark job as Spark's status store has it ("": no group, no description)."""
+    """A finished Spark job as Spark's status store has it ("": no group, no description);
+    ``name``: its call site's short form, as the UI lists it."""
 
     job_id: int
     group: str
     description: str
+    name: str
 
 
 def _job(spark: SparkSession, job_id: int) -> Job:
@@ -33,6 +35,7 @@ def _job(spark: SparkSession, job_id: int) -> Job:
         job_id,
         str(group.get()) if group.isDefined() else "",
         str(description.get()) if description.isDefined() else "",
+        str(data.name()),
     )
 
 
@@ -126,9 +129,11 @@ def test_the_jobs_the_history_counts_carry_the_views_group(spark: SparkSession, 
             assert (
                 job.description.startswith(f"{group}: ") and len(job.description) > len(group) + 2
             )
+            assert job.name == job.description, job  # the step is the jobs' call site
         ids = set(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
         assert {job.job_id for job in jobs} <= ids
         assert [(job.group, job.description) for job in after] == [USERS]
+        assert not after[0].name.startswith("sparkmv"), after  # Spark's own call site again
     assert_view_matches_query(spark, "v")
 
 
@@ -147,12 +152,15 @@ def test_a_failed_refresh_restores_the_callers_group(spark: SparkSession, db: st
 
 def test_a_step_restores_unset_properties(spark: SparkSession) -> None:
     assert _properties(spark) == (None, None)
+    call_site = "callSite.short"  # set with the description, so Spark walks no stack for it
     with job_step(spark, "REFRESH db.v: ΔV"):
         assert _properties(spark) == ("sparkmv REFRESH db.v", "sparkmv REFRESH db.v: ΔV")
+        assert spark.sparkContext.getLocalProperty(call_site) == "sparkmv REFRESH db.v: ΔV"
         with job_step(spark, "REFRESH db.w: merge"):  # nested: the inner one's, then back
             assert _properties(spark)[0] == "sparkmv REFRESH db.w"
         assert _properties(spark)[1] == "sparkmv REFRESH db.v: ΔV"
     assert _properties(spark) == (None, None)
+    assert spark.sparkContext.getLocalProperty(call_site) is None
     spark.sparkContext.setLocalProperty(JOB_DESCRIPTION, "")  # set but empty stays so
     with job_step(spark, "REFRESH db.v: ΔV"):
         pass

@@ -2,8 +2,9 @@
 
 Every job a refresh or a CREATE runs carries a job group naming the statement and its view
 (``sparkmv REFRESH db.v``) and a description naming the step as well (``sparkmv REFRESH
-db.v: ΔV``, ``sparkmv REFRESH db.v: write 3 buckets``): properties of the thread that submits
-the job (the statement's thread: sparkmv's calls from Python reach the JVM on it). The group
+db.v: ΔV``, ``sparkmv REFRESH db.v: write 3 buckets``), which is its call site too (the name
+Spark's UI lists jobs and stages by): properties of the thread that submits the job (the
+statement's thread: sparkmv's calls from Python reach the JVM on it). The group
 and description the statement had before (a user's ``setJobGroup``, a JDBC server's per
 statement) are restored after each step. Jobs of the same view share a group, so Spark's UI
 lists them together and ``statusTracker().getJobIdsForGroup`` finds them.

@@ -298,29 +298,32 @@ class AggregateView:
         return _frame(engine, sql)
 
     def merged_sql(self, stored: str, change: str, engine: DeltaEngine, extra: list[str]) -> str:
-        """``merged`` as Spark SQL over the (quoted) relations ``stored`` and ``change``."""
+        """``merged`` as Spark SQL over the (quoted) relations ``stored`` and ``change``.
+
+        Its steps are nested subqueries, each read once; only the value counters, read by
+        two steps, and the states of an extreme's recompute, read by three, are CTEs
+        (``_Steps``)."""
         types = self.types(engine)
-        steps: dict[str, str] = {}  # the query's CTEs, in order
+        steps = _Steps()
         group_rows = ""
         old_columns = [OLD + c for c in self._previous()]
+        counters = transitions = None
         if self.counters:
-            steps["counters"] = self._merge_counters(stored, change, extra)
-            steps["transitions"] = self._transitions("counters", extra, types)
+            counters = steps.cte("counters", self._merge_counters(stored, change, extra))
+            transitions = steps.subquery("transitions", self._transitions(counters, extra, types))
             group_rows = f" WHERE {q(KIND)} = 0"
-        steps["groups"] = self._merge_states(stored, change, extra, types, group_rows)
-        steps["states"] = self._new_state("groups", extra, types)
-        state = self._recomputed("states", engine, extra, types, steps)
-        steps["state"] = state
+        groups = self._merge_states(stored, change, extra, types, group_rows, transitions)
+        states = self._new_state(steps.subquery("groups", groups), extra, types)
+        state = self._recomputed(states, engine, extra, types, steps)
         carry = (*extra, *old_columns)
-        rows = self.with_visible_sql(q("state"), types, carry)
-        if self.counters:
+        rows = self.with_visible_sql(steps.subquery("state", state), types, carry)
+        if counters is not None:
             count = agg.VALUE_COUNT_COLUMN
             old = [*_items(extra), *_nulls(old_columns), q(OLD + count)]
-            counters = self._counter_rows(q("counters"), old)
+            counter_rows = self._counter_rows(counters, old)
             groups = f"SELECT *, CAST(NULL AS BIGINT) AS {q(OLD + count)} FROM ({rows}) AS {q('g')}"
-            rows = f"{groups} UNION ALL {counters}"
-        ctes = ", ".join(f"{q(name)} AS ({sql})" for name, sql in steps.items())
-        return f"WITH {ctes} {rows}"
+            rows = f"{groups} UNION ALL {counter_rows}"
+        return steps.query(rows)
 
     def _merge_counters(self, stored: str, change: str, extra: list[str]) -> str:
         """Each value counter of the touched groups: ``c_new = c_old + Δc``, with ``c_old``
@@ -341,9 +344,9 @@ class AggregateView:
         )
 
     def _transitions(self, counters: str, extra: list[str], types: agg.ResultTypes) -> str:
-        """Per group of ``counters`` (``_merge_counters``), the change of its distinct counts
-        and sums: with ``t(v) = [c_new(v) > 0] − [c_old(v) > 0]``, ``Δn = Σ t(v)`` and
-        ``Δs = Σ v·t(v)`` over the values of the call's argument."""
+        """Per group of the FROM item ``counters`` (``_merge_counters``), the change of its
+        distinct counts and sums: with ``t(v) = [c_new(v) > 0] − [c_old(v) > 0]``,
+        ``Δn = Σ t(v)`` and ``Δs = Σ v·t(v)`` over the values of the call's argument."""
         count = agg.VALUE_COUNT_COLUMN
         present_now = f"CASE WHEN {q(count)} > 0 THEN 1 ELSE 0 END"
         present_before = f"CASE WHEN {q(OLD + count)} > 0 THEN 1 ELSE 0 END"
@@ -364,14 +367,21 @@ class AggregateView:
                     f"CAST({summed} AS {sum_type.simpleString()}) AS {q(agg.sum_column(index))}"
                 )
         group = _select(_items([*self.keys, *extra]))
-        return f"SELECT {group}, {_select(changes)} FROM {q(counters)} GROUP BY {group}"
+        return f"SELECT {group}, {_select(changes)} FROM {counters} GROUP BY {group}"
 
     def _merge_states(
-        self, stored: str, change: str, extra: list[str], types: agg.ResultTypes, where: str
+        self,
+        stored: str,
+        change: str,
+        extra: list[str],
+        types: agg.ResultTypes,
+        where: str,
+        transitions: str | None,
     ) -> str:
         """One row per group (its rows in ``stored`` and ``change`` selected by ``where``,
-        and its ``transitions`` with value counters): the previous state and visible columns
-        (``old_…``, NULL for a new group) and the change's state columns (``delta_…``)."""
+        and with value counters its rows of the FROM item ``transitions``): the previous
+        state and visible columns (``old_…``, NULL for a new group) and the change's state
+        columns (``delta_…``)."""
         previous = self._previous()
         change_columns = agg.state_columns(self.aggregate, change=True)
         group = _items([*self.keys, *extra])
@@ -389,17 +399,17 @@ class AggregateView:
             f"SELECT {_select(old_rows)} FROM {stored}{where}",
             f"SELECT {_select(new_rows)} FROM {change}{where}",
         ]
-        if self.counters:
-            transitions = self._distinct_state()
+        if transitions is not None:
+            distinct = self._distinct_state()
             counted = [
                 *group,
                 *_nulls([OLD + c for c in previous]),
                 *(
-                    f"{q(c)} AS {q(CHANGE + c)}" if c in transitions else f"NULL AS {q(CHANGE + c)}"
+                    f"{q(c)} AS {q(CHANGE + c)}" if c in distinct else f"NULL AS {q(CHANGE + c)}"
                     for c in change_columns
                 ),
             ]
-            sides.append(f"SELECT {_select(counted)} FROM {q('transitions')}")
+            sides.append(f"SELECT {_select(counted)} FROM {transitions}")
         values = [OLD + c for c in previous] + [CHANGE + c for c in change_columns]
         # One stored row and at most one change row per group (and its transitions, whose
         # columns the change row leaves NULL): first(…, ignorenulls) picks each side's value.
@@ -422,7 +432,7 @@ class AggregateView:
     def _new_state(self, groups: str, extra: list[str], types: agg.ResultTypes) -> str:
         """``state_old + state(Δ)`` per state column (for a distinct count or sum, ``Δ`` is
         its ``_transitions``), and the recompute flag (a changed group whose extreme may be
-        deleted), per group of ``groups`` (``_merge_states``)."""
+        deleted), per group of the FROM item ``groups`` (``_merge_states``)."""
 
         def both(name: str) -> tuple[str, str]:
             return q(OLD + name), q(CHANGE + name)
@@ -459,7 +469,7 @@ class AggregateView:
             *columns,
             f"coalesce({flag}, FALSE) AS {q(RECOMPUTE)}",
         ]
-        return f"SELECT {_select(items)} FROM {q(groups)}"
+        return f"SELECT {_select(items)} FROM {groups}"
 
     def _recomputed(
         self,
@@ -467,43 +477,75 @@ class AggregateView:
         engine: DeltaEngine,
         extra: list[str],
         types: agg.ResultTypes,
-        steps: dict[str, str],
+        steps: _Steps,
     ) -> str:
-        """The groups of ``states`` (``_new_state``: keys, carried columns, state and the
-        flag) with the flagged ones' state recomputed from the input as it is now (a group
-        without rows any more gets a zero count); adds the CTEs it reads to ``steps``."""
+        """The groups of the query ``states`` (``_new_state``: keys, carried columns, state
+        and the flag) with the flagged ones' state recomputed from the input as it is now (a
+        group without rows any more gets a zero count); adds the CTEs it reads to
+        ``steps``."""
         node = self.aggregate
         carried_names = [*self.keys, *extra, *(OLD + c for c in self._previous())]
-        carried = _items(carried_names)
-        kept = f"SELECT {_select([*carried, *_items(self.state)])} FROM {q(states)}"
+        kept_columns = _select([*_items(carried_names), *_items(self.state)])
         if not any(call.function in ("min", "max") for call in node.calls):
-            return kept  # no extreme: no group is ever recomputed
+            # no extreme: no group is ever recomputed
+            return f"SELECT {kept_columns} FROM {steps.subquery('states', states)}"
+        read = steps.cte("states", states)
         child = engine.value(node.child, Version.NEW).subquery("r")
         if node.keys:
-            redo = f"(SELECT {_select(_items(self.keys))} FROM {q(states)} WHERE {q(RECOMPUTE)})"
+            redo = f"(SELECT {_select(_items(self.keys))} FROM {read} WHERE {q(RECOMPUTE)})"
             same = [
                 f"({sql_expression(key)}) <=> {q('g')}.{q(k)}"
                 for key, k in zip(node.keys, self.keys, strict=True)
             ]
             child = f"{child} LEFT SEMI JOIN {redo} AS {q('g')} ON {_all(same)}"
             child = f"(SELECT {q('r')}.* FROM {child}) AS {q('rows')}"
-        steps["recomputed"] = agg.group_state_sql(node, child, types, positive=True)
+        recomputed = agg.group_state_sql(node, child, types, positive=True)
         condition = _all([f"{q('s')}.{q(k)} <=> {q('n')}.{q(k)}" for k in self.keys])
-        recomputed = [
+        columns = [
             (f"coalesce({q('n')}.{q(c)}, 0)" if c == COUNT_COLUMN else f"{q('n')}.{q(c)}")
             + f" AS {q(c)}"
             for c in self.state
         ]
         carried_s = _items(carried_names, f"{q('s')}.")
         redone = (
-            f"SELECT {_select([*carried_s, *recomputed])} FROM {q(states)} AS {q('s')}"
-            f" LEFT JOIN {q('recomputed')} AS {q('n')} ON {condition} WHERE {q('s')}.{q(RECOMPUTE)}"
+            f"SELECT {_select([*carried_s, *columns])} FROM {read} AS {q('s')}"
+            f" LEFT JOIN ({recomputed}) AS {q('n')} ON {condition}"
+            f" WHERE {q('s')}.{q(RECOMPUTE)}"
         )
-        return f"{kept} WHERE NOT {q(RECOMPUTE)} UNION ALL {redone}"
+        return f"SELECT {kept_columns} FROM {read} WHERE NOT {q(RECOMPUTE)} UNION ALL {redone}"
 
     def _previous(self) -> list[str]:
         """The columns a merge carries from a group's stored row (prefixed ``old_``)."""
         return [*self.state, *self.visible, VISIBLE_COLUMN]
+
+
+class _Steps:
+    """The steps of one query: each a subquery where it is read (``subquery``), or, where it
+    is read in several places, a CTE (``cte``). Spark analyzes the plan again for every
+    DataFrame built on it (the merge's repartition, observation, selection and write), and
+    each analysis inlines every reference to a CTE, renewing the relations under it
+    (``InlineCTE`` and ``DeduplicateRelations`` in ``CheckAnalysis``); a subquery costs none
+    of that."""
+
+    def __init__(self) -> None:
+        self._ctes: dict[str, str] = {}
+
+    def subquery(self, name: str, sql: str) -> str:
+        """The FROM item of the step ``name``, read in one place: its query, as ``name``."""
+        return f"({sql}) AS {q(name)}"
+
+    def cte(self, name: str, sql: str) -> str:
+        """The FROM item of the step ``name``, read in several places: a CTE's name."""
+        self._ctes[name] = sql
+        return q(name)
+
+    def query(self, rows: str) -> str:
+        """``rows`` with the CTEs its steps read, in the order they were added (each after
+        the ones it reads)."""
+        if not self._ctes:
+            return rows
+        ctes = ", ".join(f"{q(name)} AS ({sql})" for name, sql in self._ctes.items())
+        return f"WITH {ctes} {rows}"
 
 
 def _frame(engine: DeltaEngine, sql: str) -> DataFrame:

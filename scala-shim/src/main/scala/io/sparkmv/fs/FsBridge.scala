@@ -10,6 +10,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.commons.io.IOUtils
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileStatus, FileSystem, FileUtil, Options, Path, StreamCapabilities}
+import org.apache.parquet.{HadoopReadOptions, ParquetReadOptions}
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.metadata.{BlockMetaData, ColumnPath}
 import org.apache.parquet.hadoop.util.HadoopInputFile
@@ -26,11 +27,7 @@ object FsBridge {
   private val Nul = "\u0000"
 
   /** The names of `directory`'s entries ("" when it does not exist). */
-  def listNames(conf: Configuration, directory: String): String = {
-    val path = new Path(directory)
-    val fs = path.getFileSystem(conf)
-    if (!fs.exists(path)) "" else fs.listStatus(path).map(_.getPath.getName).mkString(Nul)
-  }
+  def listNames(conf: Configuration, directory: String): String = names(conf, directory).mkString(Nul)
 
   /**
    * The names of the entries of each of `directories` (NUL-separated), in one round trip:
@@ -40,9 +37,15 @@ object FsBridge {
    */
   def listNamesOf(conf: Configuration, directories: String): String =
     directories.split(Nul).filter(_.nonEmpty).flatMap { directory =>
-      val names = listNames(conf, directory).split(Nul).filter(_.nonEmpty)
-      names.length.toString +: names
+      val found = names(conf, directory)
+      found.length.toString +: found
     }.mkString(Nul)
+
+  private def names(conf: Configuration, directory: String): Array[String] = {
+    val path = new Path(directory)
+    val fs = path.getFileSystem(conf)
+    if (!fs.exists(path)) Array.empty else fs.listStatus(path).map(_.getPath.getName)
+  }
 
   /**
    * The data files under `directory`, recursively, skipping hidden entries (`_`, `.`) at any
@@ -80,18 +83,29 @@ object FsBridge {
    * outputs (its staged change, a mask), not for a view's data.
    */
   def parquetRowCounts(conf: Configuration, directory: String): String = {
-    val listed = listDataFiles(conf, directory)
-    if (listed.isEmpty) return ""
-    listed
-      .split(Nul)
-      .grouped(3)
-      .map { case Array(file, _, _) =>
-        val reader = ParquetFileReader.open(HadoopInputFile.fromPath(new Path(file), conf))
-        try s"$file$Nul${reader.getRecordCount}"
+    val root = new Path(directory)
+    if (!root.getFileSystem(conf).exists(root)) return ""
+    val options = readOptions(conf)
+    dataFiles(conf, root)
+      .map { file =>
+        val reader = openFooter(file, conf, options)
+        try s"${file.getPath}$Nul${reader.getRecordCount}"
         finally reader.close()
       }
       .mkString(Nul)
   }
+
+  /**
+   * The read options of every footer one call opens, made once from the caller's `conf`:
+   * `ParquetFileReader.open(file)` makes them from a new Hadoop `Configuration`, which parses
+   * Hadoop's default resources (XML) again for every file (docs/benchmarks.md: 40 footers took
+   * 406 ms that way, 34 ms this way).
+   */
+  private def readOptions(conf: Configuration): ParquetReadOptions = HadoopReadOptions.builder(conf).build()
+
+  /** A reader of `file`'s footer, from its listed status: no second status request. */
+  private def openFooter(file: FileStatus, conf: Configuration, options: ParquetReadOptions): ParquetFileReader =
+    ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf), options)
 
   /**
    * The range of each of `columns` (NUL-separated top-level names) over every row of the
@@ -109,8 +123,9 @@ object FsBridge {
     val start = if (files.isEmpty) None else Some(ColumnRange.Empty)
     val ranges = Array.fill[Option[ColumnRange]](names.length)(start)
     footerRanges.bound(cachedRanges)
+    lazy val options = readOptions(conf)
     for (file <- files.getOrElse(Nil) if ranges.exists(_.isDefined)) {
-      for ((found, index) <- fileRanges(conf, file, names).zipWithIndex) {
+      for ((found, index) <- fileRanges(file, names, conf, options).zipWithIndex) {
         ranges(index) = for (known <- ranges(index); more <- found) yield known.union(more)
       }
     }
@@ -122,11 +137,15 @@ object FsBridge {
    * rewritten in place by Spark or sparkmv, and a file replaced at the same path has another
    * length or modification time, which the key holds: a cached range is the file's own.
    */
-  private def fileRanges(conf: Configuration, file: FileStatus, names: Seq[String]): Seq[Option[ColumnRange]] = {
+  private def fileRanges(
+      file: FileStatus,
+      names: Seq[String],
+      conf: Configuration,
+      options: => ParquetReadOptions): Seq[Option[ColumnRange]] = {
     val keys = names.map(FooterKey(file.getPath.toString, file.getLen, file.getModificationTime, _))
     val cached = keys.map(footerRanges.get)
     if (cached.forall(_.isDefined)) return cached.map(_.get)
-    val reader = ParquetFileReader.open(HadoopInputFile.fromStatus(file, conf))
+    val reader = openFooter(file, conf, options)
     try {
       val schema = reader.getFooter.getFileMetaData.getSchema
       val groups = reader.getRowGroups.asScala.toSeq
