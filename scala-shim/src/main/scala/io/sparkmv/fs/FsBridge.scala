@@ -52,13 +52,15 @@ object FsBridge {
    * depth, as Spark does: path, size and modification time of each ("" when it does not
    * exist).
    */
-  def listDataFiles(conf: Configuration, directory: String): String = {
+  def listDataFiles(conf: Configuration, directory: String): String =
+    dataFilesUnder(conf, directory)
+      .flatMap(status => Seq(status.getPath.toString, status.getLen.toString, status.getModificationTime.toString))
+      .mkString(Nul)
+
+  /** The statuses of the data files under `directory` (none when it does not exist). */
+  private def dataFilesUnder(conf: Configuration, directory: String): Seq[FileStatus] = {
     val root = new Path(directory)
-    if (!root.getFileSystem(conf).exists(root)) ""
-    else
-      dataFiles(conf, root)
-        .flatMap(status => Seq(status.getPath.toString, status.getLen.toString, status.getModificationTime.toString))
-        .mkString(Nul)
+    if (root.getFileSystem(conf).exists(root)) dataFiles(conf, root) else Nil
   }
 
   /** The statuses of the data files under the existing directory `root`. */
@@ -83,10 +85,8 @@ object FsBridge {
    * outputs (its staged change, a mask), not for a view's data.
    */
   def parquetRowCounts(conf: Configuration, directory: String): String = {
-    val root = new Path(directory)
-    if (!root.getFileSystem(conf).exists(root)) return ""
-    val options = readOptions(conf)
-    dataFiles(conf, root)
+    lazy val options = readOptions(conf)
+    dataFilesUnder(conf, directory)
       .map { file =>
         val reader = openFooter(file, conf, options)
         try s"${file.getPath}$Nul${reader.getRecordCount}"
